@@ -1,0 +1,43 @@
+# The two commands of the README:
+#   make run    set up what is missing, build, and train the MNIST job (1 server + 1 worker)
+#   make test   set up what is missing, build, and run every test with ctest
+# Other targets: make deps | data | build | bench | clean.  Variables: BUILD, NP, HOSTFILE, CMAKE_ARGS.
+BUILD    ?= build
+NP       ?= 2
+HOSTFILE ?= hostfiles/localhost
+RUN_ARGS ?=
+CMAKE_ARGS ?=
+JOBS     ?= $(shell nproc)
+
+# Open MPI refuses to run as root unless told; CI runs as root.
+export OMPI_ALLOW_RUN_AS_ROOT := 1
+export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM := 1
+
+.PHONY: all deps data configure build test run bench clean
+all: build
+
+deps:
+	@scripts/install-deps.sh
+
+data: deps
+	@scripts/fetch-mnist.sh data/mnist
+
+$(BUILD)/CMakeCache.txt:
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release $(CMAKE_ARGS)
+
+configure: deps $(BUILD)/CMakeCache.txt
+
+build: configure
+	cmake --build $(BUILD) -j $(JOBS)
+
+test: data build
+	cd $(BUILD) && ctest --output-on-failure --timeout 900
+
+run: data build
+	mpirun -np $(NP) --hostfile $(HOSTFILE) $(BUILD)/bin/mnist_async --data_dir data/mnist $(RUN_ARGS)
+
+bench: data build
+	scripts/run-bench.sh $(BUILD)
+
+clean:
+	rm -rf $(BUILD)

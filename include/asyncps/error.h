@@ -1,0 +1,33 @@
+// defines: asyncps::Error, asyncps::MpiError, asyncps::ConfigError
+// Every failure in libasyncps is thrown as one of these; what() is one line that names the
+// failing call or the bad input. A program's main catches them, prints what(), and calls
+// MPI_Abort so that no rank is left waiting for this one.
+#pragma once
+#include <stdexcept>
+#include <string>
+
+namespace asyncps {
+
+class Error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// An MPI call returned an error code. what(): "MPI_Win_allocate failed: <MPI's message> (at file:line)".
+class MpiError : public Error {
+ public:
+  MpiError(const std::string& call, int code, const std::string& where);
+  int code() const noexcept { return code_; }
+
+ private:
+  int code_;
+};
+
+// The job was started or configured in a way that cannot work (too few ranks, a layout that
+// differs between ranks, a bad option value).
+class ConfigError : public Error {
+ public:
+  using Error::Error;
+};
+
+}  // namespace asyncps

@@ -1,0 +1,37 @@
+// defines: asyncps::MpiEnvironment
+// RAII for MPI itself. Respects an MPI already initialised by the host program and only
+// finalises what it initialised (the horovod habit: a library must not own a process's MPI).
+//
+//   int main(int argc, char** argv) {
+//     asyncps::MpiEnvironment mpi(&argc, &argv);   // MPI_Init_thread(FUNNELED) unless already up
+//     ...
+//   }                                               // MPI_Finalize only if we called MPI_Init
+#pragma once
+
+namespace asyncps {
+
+class MpiEnvironment {
+ public:
+  // Before initialising MPI, arranges that Open MPI may use its `pt2pt` one-sided component
+  // (Debian's openmpi-mca-params.conf disables it, which leaves no component that can create
+  // a window between hosts): sets OMPI_MCA_osc=^ucx unless the user set OMPI_MCA_osc.
+  // Asks for MPI_THREAD_FUNNELED (pt2pt refuses MPI_THREAD_MULTIPLE).
+  MpiEnvironment(int* argc, char*** argv);
+  MpiEnvironment() : MpiEnvironment(nullptr, nullptr) {}
+  ~MpiEnvironment();
+  MpiEnvironment(const MpiEnvironment&) = delete;
+  MpiEnvironment& operator=(const MpiEnvironment&) = delete;
+
+  bool owns_mpi() const noexcept { return owns_; }
+  int thread_level() const noexcept { return provided_; }
+
+ private:
+  bool owns_ = false;
+  int provided_ = 0;
+};
+
+// Prints "asyncps: <message>" on stderr as one line and aborts every rank of MPI_COMM_WORLD
+// (or exits if MPI is not running). For fatal errors in main(): nobody is left hanging.
+[[noreturn]] void abort_job(const char* message, int exit_code = 1) noexcept;
+
+}  // namespace asyncps

@@ -1,0 +1,48 @@
+// defines: asyncps::ParameterServer
+// The server side: holds this rank's shard of the arena in an MPI window (server 0 also the
+// control block) and keeps entering MPI until every worker has finished, so that one-sided
+// operations complete on every transport — including pt2pt between hosts, where nothing
+// completes unless the target calls into MPI. It never busy-spins a core: between polls it
+// sleeps Options::server_poll_us.
+//
+//   asyncps::ParameterServer ps(session, initial_params);  // collective with the WorkerClients
+//   ps.serve();                                             // returns when all workers finish()
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+
+#include "asyncps/session.h"
+
+namespace asyncps {
+
+class ParameterServer {
+ public:
+  // Collective over the session (every worker constructs its WorkerClient at the same time).
+  // `initial` is the whole arena (layout().size() floats); this server keeps its shard of it.
+  // `initial_step` starts the global step (non-zero when resuming from a checkpoint).
+  ParameterServer(Session& session, std::span<const float> initial, std::int64_t initial_step = 0);
+  ~ParameterServer();
+  ParameterServer(const ParameterServer&) = delete;
+  ParameterServer& operator=(const ParameterServer&) = delete;
+
+  // Polls until every worker has called WorkerClient::finish(). `tick`, if given, runs after
+  // every poll (checkpointing hooks in here); it must not call collective MPI operations.
+  void serve(const std::function<void()>& tick = {});
+
+  const Shard& shard() const noexcept;
+  // This server's shard as it is now in window memory (synchronised with MPI_Win_sync).
+  // Workers may be accumulating into it concurrently: each element is whole, the set may mix
+  // updates (exactly what a Hogwild reader sees).
+  std::span<const float> snapshot();
+  // Server 0 only: the global step as it is now.
+  std::int64_t global_step();
+  std::uint64_t polls() const noexcept;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace asyncps

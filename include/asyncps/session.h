@@ -1,0 +1,55 @@
+// defines: asyncps::Options, asyncps::PullMethod, asyncps::Session
+// A Session is one training job's view of the ranks: the communicator, the roles, the layout
+// and the shard plan. Creating it is collective over the communicator; it verifies that every
+// rank has the same layout and options and throws ConfigError on every rank otherwise.
+//
+//   asyncps::Session session(MPI_COMM_WORLD, layout, {.num_servers = 1});
+//   if (session.roles().is_server()) { asyncps::ParameterServer ps(session, init); ps.serve(); }
+//   else                             { asyncps::WorkerClient w(session); ... w.finish(); }
+#pragma once
+#include <mpi.h>
+
+#include <cstdint>
+
+#include "asyncps/param_layout.h"
+#include "asyncps/roles.h"
+
+namespace asyncps {
+
+enum class PullMethod {
+  GetAccumulate,  // MPI_Get_accumulate(MPI_NO_OP): element-wise atomic reads (default)
+  Get,            // MPI_Get: faster on some transports, elements may mix generations
+};
+
+struct Options {
+  int num_servers = 1;            // S: ranks [0, S) serve the arena
+  PullMethod pull = PullMethod::GetAccumulate;
+  int server_poll_us = 1000;      // the server enters MPI at least this often while serving
+  std::size_t chunk_bytes = 1u << 20;  // large pushes/pulls are split into pieces of this size
+};
+
+class Session {
+ public:
+  // Collective over `comm` (which is duplicated: the library's traffic never mixes with the
+  // caller's). Throws ConfigError on every rank for fewer than 2 ranks, S >= ranks, or a layout
+  // or options that differ between ranks.
+  Session(MPI_Comm comm, ParamLayout layout, Options options = {});
+  ~Session();
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  MPI_Comm comm() const noexcept { return comm_; }
+  const Roles& roles() const noexcept { return roles_; }
+  const ParamLayout& layout() const noexcept { return layout_; }
+  const ShardPlan& plan() const noexcept { return plan_; }
+  const Options& options() const noexcept { return options_; }
+
+ private:
+  MPI_Comm comm_ = MPI_COMM_NULL;
+  Roles roles_;
+  ParamLayout layout_;
+  ShardPlan plan_;
+  Options options_;
+};
+
+}  // namespace asyncps

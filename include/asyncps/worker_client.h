@@ -1,0 +1,74 @@
+// defines: asyncps::WorkerClient, asyncps::Ticket, asyncps::WorkerStats
+// The worker side: reads and updates the arena on the servers without the servers taking part
+// (MPI-3 passive target, one MPI_Win_lock_all epoch for the worker's life, MPI_Win_flush per
+// operation). Nobody locks exclusively: this is Hogwild. Accumulate is atomic per element, so
+// no update is ever lost.
+//
+//   asyncps::WorkerClient w(session);       // collective with the ParameterServers
+//   std::vector<float> params(layout.size()), grad(layout.size());
+//   for (;;) {
+//     w.pull(params);                       // params = arena
+//     float loss = model.loss_and_grad(params, batch, grad);
+//     w.push(grad, -lr);                    // arena += -lr * grad
+//     if (w.next_step() >= steps) break;    // global step += 1
+//   }
+//   w.finish();                             // lets ParameterServer::serve() return
+//
+// Request-based variants, in the style of ps-lite, let a push overlap the next compute:
+//   asyncps::Ticket t = w.push_async(grad, -lr);   // grad may be overwritten right away
+//   ... compute the next gradient ...
+//   w.wait(t);                                     // now the update is in the arena
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <span>
+
+#include "asyncps/session.h"
+
+namespace asyncps {
+
+using Ticket = std::int64_t;
+
+struct WorkerStats {
+  std::uint64_t pulls = 0, pushes = 0, steps = 0;
+  double pull_seconds = 0, push_seconds = 0, wait_seconds = 0;  // time spent inside the calls
+};
+
+class WorkerClient {
+ public:
+  explicit WorkerClient(Session& session);  // collective
+  ~WorkerClient();                           // calls finish() unless an exception is unwinding
+  WorkerClient(const WorkerClient&) = delete;
+  WorkerClient& operator=(const WorkerClient&) = delete;
+
+  // params = the arena (layout().size() floats), read element-wise atomically.
+  void pull(std::span<float> params);
+  // arena += scale * grad (layout().size() floats); returns when the update is in the arena.
+  void push(std::span<const float> grad, float scale);
+
+  // Non-blocking forms. push_async copies scale*grad at once (grad is free on return); the
+  // buffer given to pull_async must stay alive and untouched until wait() returns.
+  Ticket push_async(std::span<const float> grad, float scale);
+  Ticket pull_async(std::span<float> params);
+  void wait(Ticket ticket);  // blocks until that operation is complete at the server
+  void wait_all();
+
+  // Atomically adds 1 to the global step; returns the new value.
+  std::int64_t next_step();
+  // Atomic read of the global step.
+  std::int64_t global_step();
+
+  // Collective with ParameterServer::serve(): completes outstanding operations, tells the
+  // servers this worker is done and waits (sleeping, not spinning) until every worker is.
+  void finish();
+  bool finished() const noexcept;
+
+  const WorkerStats& stats() const noexcept;
+  int worker_index() const noexcept;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace asyncps

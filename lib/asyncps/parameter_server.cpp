@@ -1,0 +1,106 @@
+// defines: ParameterServer
+#include "asyncps/parameter_server.h"
+
+#include <algorithm>
+#include <cstring>
+#include <chrono>
+#include <string>
+#include <thread>
+
+#include "asyncps/error.h"
+#include "check.h"
+#include "control_block.h"
+#include "windows.h"
+
+namespace asyncps {
+
+struct ParameterServer::Impl {
+  Session& session;
+  detail::SessionWindows win;   // declared before the locks: locks are released first
+  detail::LockAll lock_params;  // the server's own shared epoch: flushing it drives progress
+  detail::LockAll lock_control;
+  std::uint64_t polls = 0;
+  bool served = false;
+
+  explicit Impl(Session& s) : session(s) {}
+
+  // One round of progress: enter the one-sided engine of both windows. Under pt2pt (between
+  // hosts) this is what lets the workers' accumulates and gets complete; a flush of our own
+  // epoch with nothing outstanding is a few hundred nanoseconds on shared memory.
+  static void pump(void* self) {
+    auto* impl = static_cast<Impl*>(self);
+    ASYNCPS_MPI_CHECK(MPI_Win_flush_all(impl->win.params.get()));
+    ASYNCPS_MPI_CHECK(MPI_Win_flush_all(impl->win.control.get()));
+    ++impl->polls;
+  }
+};
+
+ParameterServer::ParameterServer(Session& session, std::span<const float> initial, std::int64_t initial_step)
+    : impl_(std::make_unique<Impl>(session)) {
+  const Roles& roles = session.roles();
+  if (!roles.is_server())
+    throw ConfigError("rank " + std::to_string(roles.rank) + " is a worker, not a server");
+  if (initial.size() != session.layout().size())
+    throw ConfigError("initial parameters have " + std::to_string(initial.size()) + " floats, the layout has " +
+                      std::to_string(session.layout().size()));
+  impl_->win = detail::open_windows(session);
+  impl_->lock_params = detail::LockAll(impl_->win.params.get());
+  impl_->lock_control = detail::LockAll(impl_->win.control.get());
+
+  const Shard& sh = session.plan().shard(roles.rank);
+  std::copy_n(initial.begin() + static_cast<std::ptrdiff_t>(sh.offset), sh.size, impl_->win.params.data<float>());
+  if (roles.rank == detail::ctrl::kControlRank) {
+    auto* ctrl = impl_->win.control.data<std::int64_t>();
+    std::fill_n(ctrl, detail::ctrl::slots(roles.num_workers()), 0);
+    ctrl[detail::ctrl::kGlobalStep] = initial_step;
+  }
+  // Make the local stores visible to the window before anyone reads it.
+  ASYNCPS_MPI_CHECK(MPI_Win_sync(impl_->win.params.get()));
+  ASYNCPS_MPI_CHECK(MPI_Win_sync(impl_->win.control.get()));
+  ASYNCPS_MPI_CHECK(MPI_Barrier(session.comm()));  // matches the WorkerClient constructor's
+}
+
+ParameterServer::~ParameterServer() {
+  // During an exception the job is about to abort: freeing a window is collective and could
+  // wait forever for ranks that are elsewhere, so the windows are abandoned instead.
+  if (detail::unwinding()) (void)impl_.release();
+}
+
+void ParameterServer::serve(const std::function<void()>& tick) {
+  if (impl_->served) throw Error("ParameterServer::serve called twice");
+  impl_->served = true;
+  // Every rank posts the same non-blocking barrier: workers in finish(), servers here. It
+  // completes once every worker has finished. (A blocking MPI_Barrier would never match it.)
+  MPI_Request done = MPI_REQUEST_NULL;
+  ASYNCPS_MPI_CHECK(MPI_Ibarrier(impl_->session.comm(), &done));
+  const int poll_us = impl_->session.options().server_poll_us;
+  for (;;) {
+    int finished = 0;
+    ASYNCPS_MPI_CHECK(MPI_Test(&done, &finished, MPI_STATUS_IGNORE));
+    if (finished) break;
+    Impl::pump(impl_.get());
+    if (tick) tick();
+    std::this_thread::sleep_for(std::chrono::microseconds(poll_us));
+  }
+  ASYNCPS_MPI_CHECK(MPI_Win_sync(impl_->win.params.get()));
+}
+
+const Shard& ParameterServer::shard() const noexcept {
+  return impl_->session.plan().shard(impl_->session.roles().rank);
+}
+
+std::span<const float> ParameterServer::snapshot() {
+  ASYNCPS_MPI_CHECK(MPI_Win_sync(impl_->win.params.get()));
+  return {impl_->win.params.data<float>(), shard().size};
+}
+
+std::int64_t ParameterServer::global_step() {
+  if (impl_->session.roles().rank != detail::ctrl::kControlRank)
+    throw Error("ParameterServer::global_step: only server 0 holds the control block");
+  ASYNCPS_MPI_CHECK(MPI_Win_sync(impl_->win.control.get()));
+  return __atomic_load_n(&impl_->win.control.data<std::int64_t>()[detail::ctrl::kGlobalStep], __ATOMIC_ACQUIRE);
+}
+
+std::uint64_t ParameterServer::polls() const noexcept { return impl_->polls; }
+
+}  // namespace asyncps

