@@ -5,6 +5,7 @@
 #include "asyncps/param_layout.h"
 #include "asyncps/parameter_server.h"
 #include "asyncps/roles.h"
+#include "asyncps/schedule.h"
 #include "asyncps/session.h"
 #include "asyncps/version.h"
 #include "asyncps/worker_client.h"

@@ -21,6 +21,7 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 
 #include "asyncps/session.h"
@@ -55,11 +56,20 @@ class WorkerClient {
 
   // Atomically adds 1 to the global step; returns the new value.
   std::int64_t next_step();
+  // Claims one global step if fewer than `limit` have been taken: adds 1 and returns the new
+  // value, or returns nothing (and leaves the count at its limit) once the job is complete.
+  // Claim before pushing and exactly `limit` updates are applied, however many workers race.
+  std::optional<std::int64_t> claim_step(std::int64_t limit);
   // Atomic read of the global step.
   std::int64_t global_step();
 
-  // Collective with ParameterServer::serve(): completes outstanding operations, tells the
-  // servers this worker is done and waits (sleeping, not spinning) until every worker is.
+  // Among workers: completes this worker's operations, marks it done updating and waits
+  // (sleeping, not spinning) until every worker is. Afterwards no update is in flight anywhere
+  // and pull() returns the final arena (what the chief evaluates). push() is an error after it.
+  void drain();
+
+  // Collective with ParameterServer::serve(): drain()s if not yet done, ends this worker's
+  // epoch and waits until every worker has finished; serve() then returns on the servers.
   void finish();
   bool finished() const noexcept;
 

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <string>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -26,6 +27,7 @@ struct WorkerClient::Impl {
   detail::LockAll lock_control;
   std::size_t chunk_floats = 0;
   bool finished = false;
+  bool drained = false;
   WorkerStats stats;
 
   struct Pending {
@@ -128,6 +130,7 @@ void WorkerClient::push(std::span<const float> grad, float scale) {
 
 Ticket WorkerClient::push_async(std::span<const float> grad, float scale) {
   impl_->check_size(grad.size(), "WorkerClient::push");
+  if (impl_->drained) throw Error("WorkerClient::push after drain(): this worker said it was done updating");
   const auto t0 = Clock::now();
   const int buf = impl_->take_staging();
   float* scaled = impl_->staging[static_cast<std::size_t>(buf)].data();
@@ -192,12 +195,31 @@ std::int64_t WorkerClient::next_step() {
   return impl_->fetch_and_add(detail::ctrl::kGlobalStep, 1, MPI_SUM) + 1;
 }
 
+std::optional<std::int64_t> WorkerClient::claim_step(std::int64_t limit) {
+  const std::int64_t mine = impl_->fetch_and_add(detail::ctrl::kGlobalStep, 1, MPI_SUM) + 1;
+  if (mine <= limit) {
+    ++impl_->stats.steps;
+    return mine;
+  }
+  impl_->fetch_and_add(detail::ctrl::kGlobalStep, -1, MPI_SUM);  // over the limit: give it back
+  return std::nullopt;
+}
+
 std::int64_t WorkerClient::global_step() { return impl_->fetch_and_add(detail::ctrl::kGlobalStep, 0, MPI_NO_OP); }
+
+void WorkerClient::drain() {
+  if (impl_->drained) return;
+  wait_all();
+  impl_->fetch_and_add(detail::ctrl::kDone, 1, MPI_SUM);
+  impl_->drained = true;
+  const std::int64_t workers = impl_->session.roles().num_workers();
+  while (impl_->fetch_and_add(detail::ctrl::kDone, 0, MPI_NO_OP) < workers)
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+}
 
 void WorkerClient::finish() {
   if (!impl_ || impl_->finished) return;
-  wait_all();
-  impl_->fetch_and_add(detail::ctrl::kDone, 1, MPI_SUM);
+  drain();
   impl_->lock_params.unlock();
   impl_->lock_control.unlock();
   impl_->finished = true;

@@ -1,0 +1,33 @@
+// mnist_async: the TF1 tutorial's asynchronous MNIST training, on libasyncps.
+//   mpirun -np 2 --hostfile hostfiles/localhost build/bin/mnist_async [--help]
+// Every fatal error prints one line and aborts every rank (no rank is left waiting).
+#include <mpi.h>
+
+#include <cstdio>
+#include <exception>
+
+#include "asyncps/asyncps.h"
+#include "options.h"
+#include "train_worker.h"
+
+int main(int argc, char** argv) {
+  asyncps::MpiEnvironment mpi(&argc, &argv);
+  try {
+    int rank = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    const auto config = mnist_async::parse_config(argc, argv, /*print_help=*/rank == 0);
+    if (!config) return 0;  // --help
+    asyncps::Options options;
+    options.num_servers = config->ps;
+    options.server_poll_us = config->server_poll_us;
+    options.pull = config->pull == "get" ? asyncps::PullMethod::Get : asyncps::PullMethod::GetAccumulate;
+    asyncps::Session session(MPI_COMM_WORLD, mnist_async::mnist_layout(), options);
+    if (session.roles().is_server())
+      mnist_async::run_server(*config, session);
+    else
+      mnist_async::run_worker(*config, session);
+  } catch (const std::exception& e) {
+    asyncps::abort_job(e.what());
+  }
+  return 0;
+}

@@ -1,0 +1,106 @@
+// defines: parse_config
+#include "options.h"
+
+#include <boost/program_options.hpp>
+#include <cmath>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "asyncps/error.h"
+
+namespace po = boost::program_options;
+
+namespace mnist_async {
+
+namespace {
+
+void require(bool ok, const std::string& message) {
+  if (!ok) throw asyncps::ConfigError(message);
+}
+
+std::string show(double v) {
+  std::ostringstream s;
+  s << v;
+  return s.str();
+}
+
+void validate(const Config& c) {
+  require(c.batch_size > 0, "--batch_size must be positive, got " + std::to_string(c.batch_size));
+  require(c.batch_size <= 65536, "--batch_size must be at most 65536, got " + std::to_string(c.batch_size));
+  require(std::isfinite(c.learning_rate) && c.learning_rate > 0,
+          "--learning_rate must be a positive finite number, got " + show(c.learning_rate));
+  require(std::isfinite(c.learning_rate_decay) && c.learning_rate_decay > 0 && c.learning_rate_decay <= 1,
+          "--learning_rate_decay must be in (0, 1], got " + show(c.learning_rate_decay));
+  require(std::isfinite(c.l2) && c.l2 >= 0, "--l2 must be a finite number >= 0, got " + show(c.l2));
+  require(c.training_steps > 0, "--training_steps must be positive, got " + std::to_string(c.training_steps));
+  require(std::isfinite(c.moving_average_decay) && c.moving_average_decay >= 0 && c.moving_average_decay < 1,
+          "--moving_average_decay must be in [0, 1), got " + show(c.moving_average_decay));
+  require(c.ps >= 1, "--ps must be at least 1, got " + std::to_string(c.ps));
+  require(c.device == "cpu" || c.device == "gpu" || c.device == "auto",
+          "--device must be cpu, gpu or auto, got '" + c.device + "'");
+  require(std::isfinite(c.save_summaries_secs) && c.save_summaries_secs >= 0,
+          "--save_summaries_secs must be >= 0, got " + show(c.save_summaries_secs));
+  require(c.log_every > 0, "--log_every must be positive, got " + std::to_string(c.log_every));
+  require(c.pull == "get_accumulate" || c.pull == "get",
+          "--pull must be get_accumulate or get, got '" + c.pull + "'");
+  require(c.server_poll_us >= 0 && c.server_poll_us <= 1000000,
+          "--server_poll_us must be in [0, 1000000], got " + std::to_string(c.server_poll_us));
+  require(!c.logdir.empty(), "--logdir must not be empty");
+}
+
+}  // namespace
+
+std::optional<Config> parse_config(int argc, char** argv, bool print_help) {
+  Config c;
+  std::string config_file;
+  po::options_description general("mnist_async: the TF1 tutorial's MNIST CNN, trained by async SGD on libasyncps.\n"
+                                  "Run it as: mpirun -np 2 --hostfile hostfiles/localhost build/bin/mnist_async\n"
+                                  "(ranks [0, ps) serve the parameters, the rest are workers)\n\nOptions");
+  general.add_options()
+    ("help,h", "print this help and exit")
+    ("config", po::value(&config_file), "read options from this file too (name = value lines; the command line wins)")
+    ("batch_size", po::value(&c.batch_size)->default_value(c.batch_size), "examples per worker step")
+    ("learning_rate", po::value(&c.learning_rate)->default_value(c.learning_rate), "base learning rate")
+    ("learning_rate_decay", po::value(&c.learning_rate_decay)->default_value(c.learning_rate_decay),
+     "lr = learning_rate * decay^(global_step / (60000 / batch_size))")
+    ("l2", po::value(&c.l2)->default_value(c.l2), "L2 regularisation rate on the weights (tutorial: 0.0001 defined, not applied)")
+    ("training_steps", po::value(&c.training_steps)->default_value(c.training_steps), "global steps to train")
+    ("moving_average_decay", po::value(&c.moving_average_decay)->default_value(c.moving_average_decay),
+     "EMA decay kept by the chief (warm-up min(decay, (1+n)/(10+n)))")
+    ("logdir", po::value(&c.logdir)->default_value(c.logdir), "where metrics.jsonl (and checkpoints) go")
+    ("data_dir", po::value(&c.data_dir)->default_value(c.data_dir), "directory with the four MNIST IDX files (make data)")
+    ("ps", po::value(&c.ps)->default_value(c.ps), "number of parameter-server ranks")
+    ("seed", po::value(&c.seed)->default_value(c.seed), "seed of the initial parameters and of the data order")
+    ("device", po::value(&c.device)->default_value(c.device), "cpu | gpu | auto: where workers compute gradients")
+    ("save_summaries_secs", po::value(&c.save_summaries_secs)->default_value(c.save_summaries_secs),
+     "the chief appends a metrics line to logdir/metrics.jsonl this often (0: every log line)")
+    ("log_every", po::value(&c.log_every)->default_value(c.log_every), "the chief logs every N local steps")
+    ("train_limit", po::value(&c.train_limit)->default_value(c.train_limit), "use only the first N training examples (0: all)")
+    ("pull", po::value(&c.pull)->default_value(c.pull), "get_accumulate (atomic per element) | get")
+    ("server_poll_us", po::value(&c.server_poll_us)->default_value(c.server_poll_us),
+     "the server enters MPI at least this often (microseconds)")
+    ("verbose,v", po::bool_switch(&c.verbose), "every worker logs, not only the chief");
+
+  po::variables_map vm;
+  try {
+    po::store(po::parse_command_line(argc, argv, general), vm);
+    if (vm.count("help")) {
+      if (print_help) std::cout << general << std::endl;
+      return std::nullopt;
+    }
+    if (vm.count("config")) {
+      const std::string path = vm["config"].as<std::string>();
+      std::ifstream in(path);
+      if (!in) throw asyncps::ConfigError("--config: cannot read " + path);
+      po::store(po::parse_config_file(in, general), vm);
+    }
+    po::notify(vm);
+  } catch (const po::error& e) {
+    throw asyncps::ConfigError(std::string("bad command line: ") + e.what() + " (see --help)");
+  }
+  validate(c);
+  return c;
+}
+
+}  // namespace mnist_async

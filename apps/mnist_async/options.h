@@ -1,0 +1,34 @@
+// defines: mnist_async::Config, parse_config
+// The command line of mnist_async, named like the TF1 tutorial's flags. Defaults reproduce it.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace mnist_async {
+
+struct Config {
+  int batch_size = 128;
+  double learning_rate = 0.01;
+  double learning_rate_decay = 0.99;
+  double l2 = 0.0;  // the tutorial defines 0.0001 but never applies it
+  std::int64_t training_steps = 1000;
+  double moving_average_decay = 0.99;
+  std::string logdir = "log_async";
+  std::string data_dir = "data/mnist";
+  int ps = 1;
+  std::uint64_t seed = 1;
+  std::string device = "cpu";
+  double save_summaries_secs = 60;
+  int log_every = 10;
+  std::size_t train_limit = 0;  // use only the first N training examples (0 = all)
+  std::string pull = "get_accumulate";
+  int server_poll_us = 1000;
+  bool verbose = false;
+};
+
+// Parses and validates argv. Returns nullopt after printing --help (the caller exits 0).
+// Throws asyncps::ConfigError with one line naming the bad flag.
+std::optional<Config> parse_config(int argc, char** argv, bool print_help);
+
+}  // namespace mnist_async

@@ -1,0 +1,64 @@
+// Public interface of the MNIST CNN model (TF1 tutorial network, NHWC like TensorFlow).
+//
+//   x (B,28,28,1) -> conv_1 3x3 1->8 SAME +b -> maxpool 2x2/2 -> (B,14,14,8)
+//                 -> conv_2 3x3 8->16 SAME +b -> maxpool 2x2/2 -> (B,7,7,16)
+//                 -> flatten (h,w,c) 784 -> fc 784->10 +b -> logits (B,10)
+//   loss = mean softmax cross-entropy.
+//
+// All parameters live in ONE flat float arena of kMnistCnnParams floats, in the order of
+// mnist_cnn_tensors(): conv1_w [3,3,1,8] (HWIO), conv1_b [8], conv2_w [3,3,8,16], conv2_b [16],
+// fc_w [784,10], fc_b [10].
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace asyncps::nn {
+
+struct TensorSpec {
+  std::string name;
+  std::vector<int> dims;
+  std::size_t size() const;  // product of dims
+};
+
+// The 6 parameter tensors in arena order.
+const std::vector<TensorSpec>& mnist_cnn_tensors();
+
+inline constexpr std::size_t kMnistCnnParams = 9098;
+inline constexpr int kImagePixels = 784, kClasses = 10;
+
+// Glorot/Xavier uniform, exactly TF1's xavier_initializer: limit = sqrt(6/(fan_in+fan_out)).
+// Conv HWIO [kh,kw,in,out]: fan_in = kh*kw*in, fan_out = kh*kw*out. fc [in,out]: fan_in=in,
+// fan_out=out. Biases are initialised with Xavier too: a 1-D tensor of length n has
+// fan_in = fan_out = n. Deterministic given seed on every platform (std::mt19937_64 and an
+// explicit 53-bit uniform mapping). params.size() must be kMnistCnnParams.
+void glorot_uniform_init(std::span<float> params, std::uint64_t seed);
+
+class Backend {  // one model instance; not thread-safe; holds all scratch buffers
+ public:
+  virtual ~Backend() = default;
+  virtual const char* name() const = 0;
+  virtual int max_batch() const = 0;
+  // x: (B,784) row-major, labels: B values 0..9, params/grad: kMnistCnnParams floats.
+  // Writes d(mean loss)/d(params) into grad (overwrites), returns the mean loss.
+  // Throws std::invalid_argument on wrong sizes, B == 0, B > max_batch() or a label > 9.
+  virtual float loss_and_grad(std::span<const float> params, std::span<const float> x,
+                              std::span<const std::uint8_t> labels, std::span<float> grad) = 0;
+  // logits (B,10) for B = x.size()/784 <= max_batch(). Throws std::invalid_argument on wrong sizes.
+  virtual void forward(std::span<const float> params, std::span<const float> x,
+                       std::span<float> logits) = 0;
+};
+
+// Single-threaded CPU backend; all scratch is allocated here, none in the step.
+std::unique_ptr<Backend> make_cpu_backend(int max_batch);
+
+// Counts correct argmax predictions over n images, evaluating in chunks of backend.max_batch().
+// images: (n,784), labels: n.
+std::size_t count_correct(Backend& backend, std::span<const float> params,
+                          std::span<const float> images, std::span<const std::uint8_t> labels);
+
+}  // namespace asyncps::nn

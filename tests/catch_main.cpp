@@ -1,0 +1,3 @@
+// defines: main() for the single-process Catch2 tests
+#define CATCH_CONFIG_MAIN
+#include <catch2/catch.hpp>

@@ -1,0 +1,41 @@
+// Proves: the learning-rate and EMA schedules follow the TF1 recipe's formulas at steps 0, 10,
+// 100 and 1000.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <vector>
+
+#include "asyncps/schedule.h"
+
+using namespace asyncps;
+
+TEST_CASE("learning rate is 0.01 * 0.99^(step / (60000/128)), not staircase", "[schedule]") {
+  const double steps_per_epoch = 60000.0 / 128;
+  for (std::int64_t s : {0, 10, 100, 1000}) {
+    const double expect = 0.01 * std::pow(0.99, static_cast<double>(s) / steps_per_epoch);
+    CHECK(exponential_decay(0.01, 0.99, s, steps_per_epoch) == Approx(expect).epsilon(1e-12));
+  }
+  CHECK(exponential_decay(0.01, 0.99, 0, steps_per_epoch) == 0.01);
+  // continuous: step 10 is already below the base rate
+  CHECK(exponential_decay(0.01, 0.99, 10, steps_per_epoch) < 0.01);
+  CHECK(exponential_decay(0.01, 0.99, 1000, steps_per_epoch) == Approx(0.01 * std::pow(0.99, 2.1333333)).epsilon(1e-6));
+}
+
+TEST_CASE("EMA decay is min(0.99, (1+n)/(10+n))", "[schedule][ema]") {
+  CHECK(MovingAverage::decay_at(0.99, 0) == Approx(0.1));
+  CHECK(MovingAverage::decay_at(0.99, 10) == Approx(11.0 / 20.0));
+  CHECK(MovingAverage::decay_at(0.99, 100) == Approx(101.0 / 110.0));
+  CHECK(MovingAverage::decay_at(0.99, 1000) == Approx(0.99));
+}
+
+TEST_CASE("EMA shadow starts at the initial values and moves by (1-d) toward the variable", "[schedule][ema]") {
+  std::vector<float> init{1.f, -2.f};
+  MovingAverage ema(init, 0.99);
+  CHECK(ema.shadow()[0] == 1.f);
+  std::vector<float> v{3.f, 2.f};
+  ema.apply(v, 0);  // d = 0.1: shadow = 0.1*shadow + 0.9*v
+  CHECK(ema.shadow()[0] == Approx(0.1 * 1 + 0.9 * 3));
+  CHECK(ema.shadow()[1] == Approx(0.1 * -2 + 0.9 * 2));
+  ema.apply(v, 1000);  // d = 0.99
+  CHECK(ema.shadow()[0] == Approx(0.99 * (0.1 * 1 + 0.9 * 3) + 0.01 * 3));
+}
