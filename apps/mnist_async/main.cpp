@@ -20,6 +20,11 @@ int main(int argc, char** argv) {
     asyncps::Options options;
     options.num_servers = config->ps;
     options.server_poll_us = config->server_poll_us;
+    options.mode = config->mode == "sync" ? asyncps::Mode::Sync
+                   : config->mode == "ssp" ? asyncps::Mode::Ssp
+                                           : asyncps::Mode::Async;
+    options.staleness = config->staleness;
+    options.staleness_lr = config->staleness_lr;
     options.pull = config->pull == "get" ? asyncps::PullMethod::Get : asyncps::PullMethod::GetAccumulate;
     asyncps::Session session(MPI_COMM_WORLD, mnist_async::mnist_layout(), options);
     if (session.roles().is_server())

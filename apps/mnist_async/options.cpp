@@ -42,6 +42,11 @@ void validate(const Config& c) {
   require(std::isfinite(c.save_summaries_secs) && c.save_summaries_secs >= 0,
           "--save_summaries_secs must be >= 0, got " + show(c.save_summaries_secs));
   require(c.log_every > 0, "--log_every must be positive, got " + std::to_string(c.log_every));
+  require(c.mode == "async" || c.mode == "sync" || c.mode == "ssp",
+          "--mode must be async, sync or ssp, got '" + c.mode + "'");
+  require(c.staleness >= 0, "--staleness must be >= 0, got " + std::to_string(c.staleness));
+  require(std::isfinite(c.straggler_ms) && c.straggler_ms >= 0,
+          "--straggler_ms must be >= 0, got " + show(c.straggler_ms));
   require(c.pull == "get_accumulate" || c.pull == "get",
           "--pull must be get_accumulate or get, got '" + c.pull + "'");
   require(c.server_poll_us >= 0 && c.server_poll_us <= 1000000,
@@ -77,6 +82,13 @@ std::optional<Config> parse_config(int argc, char** argv, bool print_help) {
      "the chief appends a metrics line to logdir/metrics.jsonl this often (0: every log line)")
     ("log_every", po::value(&c.log_every)->default_value(c.log_every), "the chief logs every N local steps")
     ("train_limit", po::value(&c.train_limit)->default_value(c.train_limit), "use only the first N training examples (0: all)")
+    ("mode", po::value(&c.mode)->default_value(c.mode),
+     "async (Hogwild: apply each update as it arrives) | sync (apply the mean of all workers' updates once per round) | "
+     "ssp (async, but no worker runs more than --staleness steps ahead of the slowest)")
+    ("staleness", po::value(&c.staleness)->default_value(c.staleness), "ssp: the bound s on the clock gap")
+    ("staleness_lr", po::bool_switch(&c.staleness_lr), "scale each update by 1/max(1, staleness) (Zhang et al. 2016)")
+    ("straggler_ms", po::value(&c.straggler_ms)->default_value(c.straggler_ms),
+     "experiments: the last worker sleeps this many ms every step")
     ("pull", po::value(&c.pull)->default_value(c.pull), "get_accumulate (atomic per element) | get")
     ("server_poll_us", po::value(&c.server_poll_us)->default_value(c.server_poll_us),
      "the server enters MPI at least this often (microseconds)")

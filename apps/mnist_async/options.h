@@ -23,6 +23,10 @@ struct Config {
   int log_every = 10;
   std::size_t train_limit = 0;  // use only the first N training examples (0 = all)
   std::string pull = "get_accumulate";
+  std::string mode = "async";
+  int staleness = 0;
+  bool staleness_lr = false;
+  double straggler_ms = 0;  // experiments: the last worker sleeps this long every step
   int server_poll_us = 1000;
   bool verbose = false;
 };

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <memory>
 #include <optional>
+#include <thread>
 #include <vector>
 
 #include "asyncps/asyncps.h"
@@ -86,6 +87,7 @@ void run_worker(const Config& config, asyncps::Session& session) {
                 roles.num_workers(), backend->name(), data.train.size(), config.batch_size, roles.num_servers);
 
   const double decay_steps = kDecayExamples / config.batch_size;
+  const bool straggler = config.straggler_ms > 0 && roles.worker_index() == roles.num_workers() - 1;
   std::int64_t global_step = client.global_step(), local_step = 0;
   const std::int64_t first_step = global_step;
   float loss = 0;
@@ -96,17 +98,18 @@ void run_worker(const Config& config, asyncps::Session& session) {
   for (;;) {
     const auto t_step = Clock::now();
     batcher.next(x, y);
-    client.pull(params);
-    if (ema) ema->apply(params, global_step);  // the chief's shadow follows the shared model
-    lr = asyncps::exponential_decay(config.learning_rate, config.learning_rate_decay, global_step, decay_steps);
+    const auto begun = client.begin_step(params, config.training_steps);  // waits as --mode says, pulls
+    if (!begun) break;
+    if (ema) ema->apply(params, begun->global_step);  // the chief's shadow follows the shared model
+    lr = asyncps::exponential_decay(config.learning_rate, config.learning_rate_decay, begun->global_step, decay_steps);
     const auto t_compute = Clock::now();
     loss = backend->loss_and_grad(params, x, y, grad);
     add_l2(session.layout(), config.l2, params, grad);
+    if (straggler) std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(config.straggler_ms));
     compute_seconds += since(t_compute);
-    const auto claimed = client.claim_step(config.training_steps);
-    if (!claimed) break;  // the other workers took the last steps
-    client.push(grad, static_cast<float>(-lr));
-    global_step = *claimed;
+    const auto landed = client.end_step(grad, static_cast<float>(-lr));
+    if (!landed) break;  // the other workers took the last steps
+    global_step = *landed;
     ++local_step;
     if (talk && local_step % config.log_every == 0) {
       std::printf("After %lld training steps (%lld global steps), loss on training batch is %g. (%.3f sec/batch)\n",
@@ -116,12 +119,13 @@ void run_worker(const Config& config, asyncps::Session& session) {
     }
     if (metrics && since(last_summary) >= config.save_summaries_secs) {
       const double wall = since(start);
+      const auto& tau = client.staleness();
       metrics->write({{"global_step", static_cast<double>(global_step)}, {"local_step", static_cast<double>(local_step)},
                       {"loss", loss}, {"learning_rate", lr}, {"wall_seconds", wall},
-                      {"samples_per_sec", static_cast<double>((global_step - first_step) * config.batch_size) / wall}});
+                      {"samples_per_sec", static_cast<double>((global_step - first_step) * config.batch_size) / wall},
+                      {"staleness_mean", tau.mean()}, {"staleness_max", static_cast<double>(tau.max())}});
       last_summary = Clock::now();
     }
-    if (global_step >= config.training_steps) break;
   }
   client.drain();  // every worker is done: the arena is final
   const double wall = since(start);
@@ -129,10 +133,13 @@ void run_worker(const Config& config, asyncps::Session& session) {
   if (config.verbose)
     std::printf("worker %d: %lld local steps, compute %.3f s, pull %.3f s, push %.3f s\n", roles.worker_index(),
                 static_cast<long long>(local_step), compute_seconds, st.pull_seconds, st.push_seconds + st.wait_seconds);
+  std::int64_t steps = 0;
   if (chief) {
     client.pull(params);
-    const std::int64_t steps = client.global_step();
-    const double samples_per_sec = static_cast<double>((steps - first_step) * config.batch_size) / wall;
+    steps = client.global_step();
+    // a sync step is one round: every worker contributed a batch
+    const double per_step = config.batch_size * (config.mode == "sync" ? roles.num_workers() : 1);
+    const double samples_per_sec = static_cast<double>(steps - first_step) * per_step / wall;
     const Accuracy plain = evaluate(*backend, data, params);
     const Accuracy averaged = evaluate(*backend, data, ema->shadow());
     std::printf("After %lld global steps, validation accuracy %.4f (EMA %.4f), test accuracy %.4f (EMA %.4f)\n",
@@ -147,6 +154,18 @@ void run_worker(const Config& config, asyncps::Session& session) {
                     {"test_accuracy_ema", averaged.test}, {"workers", static_cast<double>(roles.num_workers())}});
   }
   client.finish();
+  if (chief) {
+    const auto& tau = client.job_staleness();
+    std::printf("Staleness over %llu updates (%s): mean %.2f, p50 %lld, p99 %lld, max %lld; the chief waited %.3f s for "
+                "other workers\n",
+                static_cast<unsigned long long>(tau.count()), config.mode.c_str(), tau.mean(),
+                static_cast<long long>(tau.percentile(50)), static_cast<long long>(tau.percentile(99)),
+                static_cast<long long>(tau.max()), st.mode_wait_seconds);
+    metrics->write({{"global_step", static_cast<double>(steps)},
+                    {"staleness_mean", tau.mean()}, {"staleness_p50", static_cast<double>(tau.percentile(50))},
+                    {"staleness_p99", static_cast<double>(tau.percentile(99))},
+                    {"staleness_max", static_cast<double>(tau.max())}});
+  }
 }
 
 }  // namespace mnist_async

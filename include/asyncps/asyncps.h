@@ -7,5 +7,6 @@
 #include "asyncps/roles.h"
 #include "asyncps/schedule.h"
 #include "asyncps/session.h"
+#include "asyncps/staleness.h"
 #include "asyncps/version.h"
 #include "asyncps/worker_client.h"

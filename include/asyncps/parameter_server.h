@@ -14,6 +14,7 @@
 #include <span>
 
 #include "asyncps/session.h"
+#include "asyncps/staleness.h"
 
 namespace asyncps {
 
@@ -39,6 +40,8 @@ class ParameterServer {
   // Server 0 only: the global step as it is now.
   std::int64_t global_step();
   std::uint64_t polls() const noexcept;
+  // Every worker's update staleness summed (valid after serve() returns).
+  const StalenessHistogram& job_staleness() const noexcept;
 
  private:
   struct Impl;

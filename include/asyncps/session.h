@@ -21,8 +21,18 @@ enum class PullMethod {
   Get,            // MPI_Get: faster on some transports, elements may mix generations
 };
 
+// How workers' updates are combined (see docs/ARCHITECTURE.md, "Modes").
+enum class Mode {
+  Async,  // Hogwild: each update is applied as it arrives; nobody waits (default)
+  Sync,   // every round, the mean of all W workers' updates is applied once; workers wait for it
+  Ssp,    // stale-synchronous: a worker at clock c waits while the slowest clock is below c - staleness
+};
+
 struct Options {
   int num_servers = 1;            // S: ranks [0, S) serve the arena
+  Mode mode = Mode::Async;
+  int staleness = 0;              // SSP bound s (Mode::Ssp only)
+  bool staleness_lr = false;      // scale each async/ssp update by 1/max(1, tau) (Zhang et al., IJCAI 2016)
   PullMethod pull = PullMethod::GetAccumulate;
   int server_poll_us = 1000;      // the server enters MPI at least this often while serving
   std::size_t chunk_bytes = 1u << 20;  // large pushes/pulls are split into pieces of this size

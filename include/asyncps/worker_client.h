@@ -25,6 +25,7 @@
 #include <span>
 
 #include "asyncps/session.h"
+#include "asyncps/staleness.h"
 
 namespace asyncps {
 
@@ -33,6 +34,16 @@ using Ticket = std::int64_t;
 struct WorkerStats {
   std::uint64_t pulls = 0, pushes = 0, steps = 0;
   double pull_seconds = 0, push_seconds = 0, wait_seconds = 0;  // time spent inside the calls
+  double mode_wait_seconds = 0;    // sync/ssp: time spent waiting for other workers
+  std::uint64_t mode_waits = 0;    // begin_step calls that had to wait at least once
+  std::int64_t max_clock_gap = 0;  // ssp: largest (my clock - slowest clock) seen when a step began
+  std::uint64_t dropped = 0;       // end_step updates not applied because the job was complete
+};
+
+// What begin_step() hands the model: the parameters were pulled at (about) global_step.
+struct StepStart {
+  std::int64_t global_step = 0;  // use it for the learning-rate schedule
+  std::int64_t clock = 0;        // this worker's completed steps
 };
 
 class WorkerClient {
@@ -62,6 +73,27 @@ class WorkerClient {
   std::optional<std::int64_t> claim_step(std::int64_t limit);
   // Atomic read of the global step.
   std::int64_t global_step();
+
+  // The mode-aware training step (Options::mode). Typical loop:
+  //   while (auto s = w.begin_step(params, steps)) {           // waits as the mode says, pulls
+  //     float loss = model.loss_and_grad(params, batch, grad);
+  //     w.end_step(grad, -lr(s->global_step));                   // applies the update
+  //   }
+  // async: no waiting; end_step claims a global step and accumulates scale*grad.
+  // sync:  begin_step waits until the previous round's mean update is applied; end_step adds
+  //        scale*grad/W to the servers' accumulation buffer; the last of the W workers to arrive
+  //        applies the sum to the arena once and moves the global step and version.
+  // ssp:   begin_step waits (sleeping, backing off) while the slowest worker's clock is below
+  //        this worker's clock - staleness; end_step is async's plus a clock tick.
+  // begin_step returns nothing once the global step has reached `limit`.
+  std::optional<StepStart> begin_step(std::span<float> params, std::int64_t limit);
+  // Returns the global step the update landed at, or nothing if the job completed meanwhile
+  // (async/ssp: the update is dropped, counted in stats().dropped).
+  std::optional<std::int64_t> end_step(std::span<const float> grad, float scale);
+
+  // Staleness of this worker's updates; job_staleness(): every worker's, after finish().
+  const StalenessHistogram& staleness() const noexcept;
+  const StalenessHistogram& job_staleness() const noexcept;
 
   // Among workers: completes this worker's operations, marks it done updating and waits
   // (sleeping, not spinning) until every worker is. Afterwards no update is in flight anywhere

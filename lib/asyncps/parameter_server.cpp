@@ -19,6 +19,8 @@ struct ParameterServer::Impl {
   detail::SessionWindows win;   // declared before the locks: locks are released first
   detail::LockAll lock_params;  // the server's own shared epoch: flushing it drives progress
   detail::LockAll lock_control;
+  detail::LockAll lock_accum;
+  StalenessHistogram job_staleness;
   std::uint64_t polls = 0;
   bool served = false;
 
@@ -31,6 +33,7 @@ struct ParameterServer::Impl {
     auto* impl = static_cast<Impl*>(self);
     ASYNCPS_MPI_CHECK(MPI_Win_flush_all(impl->win.params.get()));
     ASYNCPS_MPI_CHECK(MPI_Win_flush_all(impl->win.control.get()));
+    if (impl->win.accum.get() != MPI_WIN_NULL) ASYNCPS_MPI_CHECK(MPI_Win_flush_all(impl->win.accum.get()));
     ++impl->polls;
   }
 };
@@ -46,6 +49,11 @@ ParameterServer::ParameterServer(Session& session, std::span<const float> initia
   impl_->win = detail::open_windows(session);
   impl_->lock_params = detail::LockAll(impl_->win.params.get());
   impl_->lock_control = detail::LockAll(impl_->win.control.get());
+  if (impl_->win.accum.get() != MPI_WIN_NULL) {
+    impl_->lock_accum = detail::LockAll(impl_->win.accum.get());
+    std::fill_n(impl_->win.accum.data<float>(), session.plan().shard(roles.rank).size, 0.f);
+    ASYNCPS_MPI_CHECK(MPI_Win_sync(impl_->win.accum.get()));
+  }
 
   const Shard& sh = session.plan().shard(roles.rank);
   std::copy_n(initial.begin() + static_cast<std::ptrdiff_t>(sh.offset), sh.size, impl_->win.params.data<float>());
@@ -83,7 +91,10 @@ void ParameterServer::serve(const std::function<void()>& tick) {
     std::this_thread::sleep_for(std::chrono::microseconds(poll_us));
   }
   ASYNCPS_MPI_CHECK(MPI_Win_sync(impl_->win.params.get()));
+  impl_->job_staleness = detail::allreduce_staleness(impl_->session.comm(), StalenessHistogram{});
 }
+
+const StalenessHistogram& ParameterServer::job_staleness() const noexcept { return impl_->job_staleness; }
 
 const Shard& ParameterServer::shard() const noexcept {
   return impl_->session.plan().shard(impl_->session.roles().rank);

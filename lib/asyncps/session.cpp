@@ -3,6 +3,7 @@
 
 #include <array>
 #include <sstream>
+#include <string>
 #include <vector>
 
 #include "asyncps/error.h"
@@ -13,9 +14,10 @@ namespace asyncps {
 namespace {
 
 // What every rank must agree on before any window exists.
-std::array<std::uint64_t, 5> fingerprint(const ParamLayout& layout, const Options& o) {
+std::array<std::uint64_t, 8> fingerprint(const ParamLayout& layout, const Options& o) {
   return {layout.hash(), layout.size(), static_cast<std::uint64_t>(o.num_servers),
-          static_cast<std::uint64_t>(o.pull), o.chunk_bytes};
+          static_cast<std::uint64_t>(o.pull), o.chunk_bytes, static_cast<std::uint64_t>(o.mode),
+          static_cast<std::uint64_t>(o.staleness), static_cast<std::uint64_t>(o.staleness_lr)};
 }
 
 void check_same_everywhere(MPI_Comm comm, const ParamLayout& layout, const Options& options) {
@@ -36,6 +38,8 @@ void check_same_everywhere(MPI_Comm comm, const ParamLayout& layout, const Optio
           << " floats); every rank must build the same model";
     } else if (f[2] != f0[2]) {
       msg << "number of servers differs between ranks: rank " << r << " has " << f[2] << ", rank 0 has " << f0[2];
+    } else if (f[5] != f0[5] || f[6] != f0[6] || f[7] != f0[7]) {
+      msg << "synchronisation mode differs between ranks (rank " << r << " vs rank 0): pass the same --mode, --staleness and --staleness_lr to every rank";
     } else if (f[3] != f0[3] || f[4] != f0[4]) {
       msg << "options differ between ranks (rank " << r << " vs rank 0): pass the same flags to every rank";
     } else {
@@ -59,6 +63,8 @@ Session::Session(MPI_Comm comm, ParamLayout layout, Options options)
     if (size >= 2) check_same_everywhere(comm_, layout_, options_);  // before roles: S may differ
     roles_ = Roles::make(rank, size, options_.num_servers);
     if (layout_.size() == 0) throw ConfigError("the parameter layout is empty: add at least one tensor");
+    if (options_.staleness < 0)
+      throw ConfigError("--staleness must be >= 0, got " + std::to_string(options_.staleness));
     if (options_.server_poll_us < 0) throw ConfigError("server poll interval must be >= 0 microseconds");
     if (options_.chunk_bytes < sizeof(float)) throw ConfigError("chunk size must be at least 4 bytes");
   } catch (...) {

@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <thread>
+#include <vector>
 
 #include "check.h"
 #include "control_block.h"
@@ -17,7 +18,17 @@ SessionWindows open_windows(const Session& session) {
   SessionWindows w;
   w.params = Window(session.comm(), shard_bytes, sizeof(float), "parameter");
   w.control = Window(session.comm(), ctrl_bytes, sizeof(std::int64_t), "control");
+  if (session.options().mode == Mode::Sync) w.accum = Window(session.comm(), shard_bytes, sizeof(float), "accumulation");
   return w;
+}
+
+StalenessHistogram allreduce_staleness(MPI_Comm comm, const StalenessHistogram& mine) {
+  std::vector<double> v = mine.to_vector(), sum(v.size()), mx(1);
+  const double my_max = v.back();
+  ASYNCPS_MPI_CHECK(MPI_Allreduce(v.data(), sum.data(), static_cast<int>(v.size()), MPI_DOUBLE, MPI_SUM, comm));
+  ASYNCPS_MPI_CHECK(MPI_Allreduce(&my_max, mx.data(), 1, MPI_DOUBLE, MPI_MAX, comm));
+  sum.back() = mx[0];
+  return StalenessHistogram::from_vector(sum);
 }
 
 void wait_sleeping(MPI_Request& request, int poll_us, void (*pump)(void*), void* arg) {

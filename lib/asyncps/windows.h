@@ -2,12 +2,14 @@
 // The windows of a session, created in the same order on every rank (creation is collective):
 //   params:  servers expose their shard (floats), workers 0 bytes
 //   control: rank 0 exposes the control block (int64), the rest 0 bytes
+//   accum:   sync mode only: servers expose a shard-sized buffer the round's updates add into
 #pragma once
 #include <mpi.h>
 
 #include <exception>
 
 #include "asyncps/session.h"
+#include "asyncps/staleness.h"
 #include "window.h"
 
 namespace asyncps::detail {
@@ -15,9 +17,13 @@ namespace asyncps::detail {
 struct SessionWindows {
   Window params;
   Window control;
+  Window accum;  // empty unless Mode::Sync
 };
 
 SessionWindows open_windows(const Session& session);
+
+// Sums every rank's histogram over the session (collective; servers contribute empty ones).
+StalenessHistogram allreduce_staleness(MPI_Comm comm, const StalenessHistogram& mine);
 
 // True while an exception is propagating: destructors then skip collective MPI calls (the
 // program is about to abort; entering a collective now could wait forever).

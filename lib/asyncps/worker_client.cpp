@@ -26,13 +26,23 @@ struct WorkerClient::Impl {
   detail::LockAll lock_params;
   detail::LockAll lock_control;
   std::size_t chunk_floats = 0;
+  detail::LockAll lock_accum;
   bool finished = false;
   bool drained = false;
   WorkerStats stats;
+  StalenessHistogram staleness, job_staleness;
+
+  // begin_step/end_step state
+  std::int64_t limit = 0;
+  std::int64_t begin_global_step = 0;
+  std::int64_t clock = 0;
+  std::int64_t version_base = -1;  // sync: the version when this worker took its first step
+  std::vector<float> sync_sum;     // sync: the round's summed update, fetched by the applier
 
   struct Pending {
     std::vector<MPI_Request> requests;
-    int staging = -1;  // index into staging buffers, or -1
+    int staging = -1;               // index into staging buffers, or -1
+    MPI_Win win = MPI_WIN_NULL;     // the window to flush for remote completion
   };
   std::unordered_map<Ticket, Pending> pending;
   Ticket next_ticket = 1;
@@ -61,11 +71,6 @@ struct WorkerClient::Impl {
     }
   }
 
-  void flush_servers() {
-    for (const Shard& sh : session.plan().shards())
-      if (sh.size > 0) ASYNCPS_MPI_CHECK(MPI_Win_flush(sh.server, win.params.get()));
-  }
-
   int take_staging() {
     if (free_staging.empty()) {
       staging.emplace_back(arena());
@@ -74,6 +79,95 @@ struct WorkerClient::Impl {
     const int i = free_staging.back();
     free_staging.pop_back();
     return i;
+  }
+
+  // target window += scale * grad, request-based: staged copy, one MPI_Raccumulate per piece.
+  Ticket start_accumulate(const detail::Window& target_win, std::span<const float> grad, float scale) {
+    const auto t0 = Clock::now();
+    const int buf = take_staging();
+    float* scaled = staging[static_cast<std::size_t>(buf)].data();
+    // scaled = scale * grad  (the update the servers add)
+    for (std::size_t i = 0; i < grad.size(); ++i) scaled[i] = scale * grad[i];
+    Pending p;
+    p.staging = buf;
+    p.win = target_win.get();
+    for_each_piece([&](int target, MPI_Aint disp, std::size_t off, int n) {
+      MPI_Request r;
+      ASYNCPS_MPI_CHECK(MPI_Raccumulate(scaled + off, n, MPI_FLOAT, target, disp, n, MPI_FLOAT, MPI_SUM, p.win, &r));
+      p.requests.push_back(r);
+    });
+    const Ticket t = next_ticket++;
+    pending.emplace(t, std::move(p));
+    ++stats.pushes;
+    stats.push_seconds += seconds_since(t0);
+    return t;
+  }
+
+  const Options& options() const { return session.options(); }
+  int num_workers() const { return session.roles().num_workers(); }
+
+  // Completes this worker's operations on `w` at every server that holds a shard.
+  void flush(MPI_Win w) {
+    for (const Shard& sh : session.plan().shards())
+      if (sh.size > 0) ASYNCPS_MPI_CHECK(MPI_Win_flush(sh.server, w));
+  }
+  void flush(const detail::Window& w) { flush(w.get()); }
+
+  // Sleeps with exponential back-off (20 us .. 1 ms) until ready() or the job is complete.
+  // Returns false if the job completed first.
+  template <class Ready>
+  bool wait_until(Ready ready) {
+    const auto t0 = Clock::now();
+    int backoff_us = 20;
+    bool waited = false;
+    for (;;) {
+      if (ready()) break;
+      if (fetch_and_add(detail::ctrl::kGlobalStep, 0, MPI_NO_OP) >= limit) return false;
+      waited = true;
+      std::this_thread::sleep_for(std::chrono::microseconds(backoff_us));
+      backoff_us = std::min(backoff_us * 2, 1000);
+    }
+    if (waited) {
+      ++stats.mode_waits;
+      stats.mode_wait_seconds += seconds_since(t0);
+    }
+    return true;
+  }
+
+  // The slowest worker's clock (workers that have drained count as infinitely fast).
+  std::int64_t min_clock() {
+    std::vector<std::int64_t> clocks(static_cast<std::size_t>(num_workers()));
+    ASYNCPS_MPI_CHECK(MPI_Get_accumulate(nullptr, 0, MPI_INT64_T, clocks.data(), num_workers(), MPI_INT64_T,
+                                         detail::ctrl::kControlRank, detail::ctrl::kClocks, num_workers(),
+                                         MPI_INT64_T, MPI_NO_OP, win.control.get()));
+    ASYNCPS_MPI_CHECK(MPI_Win_flush(detail::ctrl::kControlRank, win.control.get()));
+    return *std::min_element(clocks.begin(), clocks.end());
+  }
+
+  // Sync mode, run by the last worker to arrive in a round: arena += accum; accum = 0, all with
+  // atomic accumulate operations (nobody else touches accum until the version moves).
+  void apply_sync_round() {
+    sync_sum.resize(arena());
+    for_each_piece([&](int target, MPI_Aint disp, std::size_t off, int n) {
+      ASYNCPS_MPI_CHECK(MPI_Get_accumulate(nullptr, 0, MPI_FLOAT, sync_sum.data() + off, n, MPI_FLOAT, target, disp, n,
+                                           MPI_FLOAT, MPI_NO_OP, win.accum.get()));
+    });
+    flush(win.accum);
+    for_each_piece([&](int target, MPI_Aint disp, std::size_t off, int n) {
+      ASYNCPS_MPI_CHECK(MPI_Accumulate(sync_sum.data() + off, n, MPI_FLOAT, target, disp, n, MPI_FLOAT, MPI_SUM,
+                                       win.params.get()));
+    });
+    flush(win.params);
+    // accum -= what was fetched: exactly zero (x - x == 0 in floating point)
+    for (float& v : sync_sum) v = -v;
+    for_each_piece([&](int target, MPI_Aint disp, std::size_t off, int n) {
+      ASYNCPS_MPI_CHECK(MPI_Accumulate(sync_sum.data() + off, n, MPI_FLOAT, target, disp, n, MPI_FLOAT, MPI_SUM,
+                                       win.accum.get()));
+    });
+    flush(win.accum);
+    fetch_and_add(detail::ctrl::kArrivals, -num_workers(), MPI_SUM);  // W -> 0
+    fetch_and_add(detail::ctrl::kGlobalStep, 1, MPI_SUM);            // the step first,
+    fetch_and_add(detail::ctrl::kVersion, 1, MPI_SUM);               // then release the waiters
   }
 
   std::int64_t fetch_and_add(int slot, std::int64_t add, MPI_Op op) {
@@ -92,6 +186,7 @@ WorkerClient::WorkerClient(Session& session) : impl_(std::make_unique<Impl>(sess
   impl_->win = detail::open_windows(session);
   impl_->lock_params = detail::LockAll(impl_->win.params.get());
   impl_->lock_control = detail::LockAll(impl_->win.control.get());
+  if (impl_->win.accum.get() != MPI_WIN_NULL) impl_->lock_accum = detail::LockAll(impl_->win.accum.get());
   ASYNCPS_MPI_CHECK(MPI_Barrier(session.comm()));  // the servers have filled their shards
 }
 
@@ -119,7 +214,7 @@ void WorkerClient::pull(std::span<float> params) {
     else
       ASYNCPS_MPI_CHECK(MPI_Get(params.data() + off, n, MPI_FLOAT, target, disp, n, MPI_FLOAT, w));
   });
-  impl_->flush_servers();
+  impl_->flush(impl_->win.params);
   ++impl_->stats.pulls;
   impl_->stats.pull_seconds += seconds_since(t0);
 }
@@ -131,24 +226,7 @@ void WorkerClient::push(std::span<const float> grad, float scale) {
 Ticket WorkerClient::push_async(std::span<const float> grad, float scale) {
   impl_->check_size(grad.size(), "WorkerClient::push");
   if (impl_->drained) throw Error("WorkerClient::push after drain(): this worker said it was done updating");
-  const auto t0 = Clock::now();
-  const int buf = impl_->take_staging();
-  float* scaled = impl_->staging[static_cast<std::size_t>(buf)].data();
-  // scaled = scale * grad  (the update the servers add)
-  for (std::size_t i = 0; i < grad.size(); ++i) scaled[i] = scale * grad[i];
-  Impl::Pending p;
-  p.staging = buf;
-  const MPI_Win w = impl_->win.params.get();
-  impl_->for_each_piece([&](int target, MPI_Aint disp, std::size_t off, int n) {
-    MPI_Request r;
-    ASYNCPS_MPI_CHECK(MPI_Raccumulate(scaled + off, n, MPI_FLOAT, target, disp, n, MPI_FLOAT, MPI_SUM, w, &r));
-    p.requests.push_back(r);
-  });
-  const Ticket t = impl_->next_ticket++;
-  impl_->pending.emplace(t, std::move(p));
-  ++impl_->stats.pushes;
-  impl_->stats.push_seconds += seconds_since(t0);
-  return t;
+  return impl_->start_accumulate(impl_->win.params, grad, scale);
 }
 
 Ticket WorkerClient::pull_async(std::span<float> params) {
@@ -156,6 +234,7 @@ Ticket WorkerClient::pull_async(std::span<float> params) {
   const auto t0 = Clock::now();
   Impl::Pending p;
   const MPI_Win w = impl_->win.params.get();
+  p.win = w;
   const bool atomic = impl_->session.options().pull == PullMethod::GetAccumulate;
   impl_->for_each_piece([&](int target, MPI_Aint disp, std::size_t off, int n) {
     MPI_Request r;
@@ -180,7 +259,7 @@ void WorkerClient::wait(Ticket ticket) {
   auto& reqs = it->second.requests;
   ASYNCPS_MPI_CHECK(MPI_Waitall(static_cast<int>(reqs.size()), reqs.data(), MPI_STATUSES_IGNORE));
   // Request completion is local (the buffer is reusable); the flush makes it remote too.
-  impl_->flush_servers();
+  impl_->flush(it->second.win);
   if (it->second.staging >= 0) impl_->free_staging.push_back(it->second.staging);
   impl_->pending.erase(it);
   impl_->stats.wait_seconds += seconds_since(t0);
@@ -210,6 +289,8 @@ std::int64_t WorkerClient::global_step() { return impl_->fetch_and_add(detail::c
 void WorkerClient::drain() {
   if (impl_->drained) return;
   wait_all();
+  // A worker that is done no longer holds anyone back in SSP: its clock jumps far ahead.
+  impl_->fetch_and_add(detail::ctrl::kClocks + worker_index(), std::int64_t{1} << 60, MPI_SUM);
   impl_->fetch_and_add(detail::ctrl::kDone, 1, MPI_SUM);
   impl_->drained = true;
   const std::int64_t workers = impl_->session.roles().num_workers();
@@ -220,6 +301,7 @@ void WorkerClient::drain() {
 void WorkerClient::finish() {
   if (!impl_ || impl_->finished) return;
   drain();
+  impl_->lock_accum.unlock();
   impl_->lock_params.unlock();
   impl_->lock_control.unlock();
   impl_->finished = true;
@@ -227,7 +309,59 @@ void WorkerClient::finish() {
   MPI_Request done = MPI_REQUEST_NULL;
   ASYNCPS_MPI_CHECK(MPI_Ibarrier(impl_->session.comm(), &done));
   detail::wait_sleeping(done, 200);
+  impl_->job_staleness = detail::allreduce_staleness(impl_->session.comm(), impl_->staleness);
 }
+
+std::optional<StepStart> WorkerClient::begin_step(std::span<float> params, std::int64_t limit) {
+  Impl& m = *impl_;
+  m.limit = limit;
+  const Mode mode = m.options().mode;
+  if (mode == Mode::Sync) {
+    if (m.version_base < 0) m.version_base = m.fetch_and_add(detail::ctrl::kVersion, 0, MPI_NO_OP);
+    const std::int64_t want = m.version_base + m.clock;  // every round before ours is applied
+    if (!m.wait_until([&] { return m.fetch_and_add(detail::ctrl::kVersion, 0, MPI_NO_OP) >= want; }))
+      return std::nullopt;
+  } else if (mode == Mode::Ssp) {
+    std::int64_t slowest = 0;
+    const std::int64_t s = m.options().staleness;
+    if (!m.wait_until([&] { return (slowest = m.min_clock()) >= m.clock - s; })) return std::nullopt;
+    m.stats.max_clock_gap = std::max(m.stats.max_clock_gap, m.clock - slowest);
+  }
+  m.begin_global_step = global_step();
+  if (m.begin_global_step >= limit) return std::nullopt;
+  pull(params);
+  return StepStart{m.begin_global_step, m.clock};
+}
+
+std::optional<std::int64_t> WorkerClient::end_step(std::span<const float> grad, float scale) {
+  Impl& m = *impl_;
+  const Mode mode = m.options().mode;
+  if (mode == Mode::Sync) {
+    m.check_size(grad.size(), "WorkerClient::end_step");
+    // accum += (scale / W) * grad: the round applies the mean of the W workers' updates
+    wait(m.start_accumulate(m.win.accum, grad, scale / static_cast<float>(m.num_workers())));
+    // the accumulate is complete at the servers before we announce our arrival
+    if (m.fetch_and_add(detail::ctrl::kArrivals, 1, MPI_SUM) == m.num_workers() - 1) m.apply_sync_round();
+    ++m.clock;
+    m.staleness.record(0);
+    return m.begin_global_step + 1;
+  }
+  const auto landed = claim_step(m.limit);
+  if (!landed) {
+    ++m.stats.dropped;
+    return std::nullopt;
+  }
+  const std::int64_t tau = *landed - 1 - m.begin_global_step;  // updates that landed in between
+  m.staleness.record(tau);
+  if (m.options().staleness_lr) scale /= static_cast<float>(std::max<std::int64_t>(1, tau));
+  push(grad, scale);
+  ++m.clock;
+  if (mode == Mode::Ssp) m.fetch_and_add(detail::ctrl::kClocks + worker_index(), 1, MPI_SUM);
+  return landed;
+}
+
+const StalenessHistogram& WorkerClient::staleness() const noexcept { return impl_->staleness; }
+const StalenessHistogram& WorkerClient::job_staleness() const noexcept { return impl_->job_staleness; }
 
 bool WorkerClient::finished() const noexcept { return impl_->finished; }
 const WorkerStats& WorkerClient::stats() const noexcept { return impl_->stats; }

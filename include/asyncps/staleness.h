@@ -1,0 +1,39 @@
+// defines: asyncps::StalenessHistogram
+// Staleness tau of an update: how many other updates reached the arena between the read of
+// the global step its gradient was computed from and the step it landed at (0 = none; sync
+// mode is always 0). Kept as a histogram so every worker's can be summed into the job's.
+//
+//   const auto& h = worker.staleness();
+//   std::printf("tau mean %.2f p50 %lld p99 %lld max %lld\n", h.mean(), h.percentile(50), h.percentile(99), h.max());
+#pragma once
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace asyncps {
+
+class StalenessHistogram {
+ public:
+  static constexpr std::size_t kBins = 1024;  // bins 0..1022 exact; the last holds tau >= 1023
+
+  void record(std::int64_t tau);
+  void merge(const StalenessHistogram& other);
+
+  std::uint64_t count() const noexcept { return count_; }
+  double mean() const noexcept { return count_ ? sum_ / static_cast<double>(count_) : 0.0; }
+  std::int64_t max() const noexcept { return max_; }
+  // Smallest tau with at least p percent of the updates at or below it (p in [0, 100]).
+  std::int64_t percentile(double p) const noexcept;
+
+  // Raw state, for summing across ranks: bins, then {count, sum, max} as doubles.
+  std::vector<double> to_vector() const;
+  static StalenessHistogram from_vector(std::span<const double> v);
+
+ private:
+  std::vector<std::uint64_t> bins_ = std::vector<std::uint64_t>(kBins, 0);
+  std::uint64_t count_ = 0;
+  double sum_ = 0;
+  std::int64_t max_ = 0;
+};
+
+}  // namespace asyncps

@@ -1,0 +1,52 @@
+// defines: StalenessHistogram
+#include "asyncps/staleness.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace asyncps {
+
+void StalenessHistogram::record(std::int64_t tau) {
+  tau = std::max<std::int64_t>(tau, 0);
+  ++bins_[std::min<std::size_t>(static_cast<std::size_t>(tau), kBins - 1)];
+  ++count_;
+  sum_ += static_cast<double>(tau);
+  max_ = std::max(max_, tau);
+}
+
+void StalenessHistogram::merge(const StalenessHistogram& o) {
+  for (std::size_t i = 0; i < kBins; ++i) bins_[i] += o.bins_[i];
+  count_ += o.count_;
+  sum_ += o.sum_;
+  max_ = std::max(max_, o.max_);
+}
+
+std::int64_t StalenessHistogram::percentile(double p) const noexcept {
+  if (count_ == 0) return 0;
+  const double need = std::ceil(p / 100.0 * static_cast<double>(count_));
+  std::uint64_t seen = 0;
+  for (std::size_t i = 0; i < kBins; ++i) {
+    seen += bins_[i];
+    if (static_cast<double>(seen) >= need && seen > 0) return i == kBins - 1 ? max_ : static_cast<std::int64_t>(i);
+  }
+  return max_;
+}
+
+std::vector<double> StalenessHistogram::to_vector() const {
+  std::vector<double> v(bins_.begin(), bins_.end());
+  v.push_back(static_cast<double>(count_));
+  v.push_back(sum_);
+  v.push_back(static_cast<double>(max_));
+  return v;
+}
+
+StalenessHistogram StalenessHistogram::from_vector(std::span<const double> v) {
+  StalenessHistogram h;
+  for (std::size_t i = 0; i < kBins; ++i) h.bins_[i] = static_cast<std::uint64_t>(v[i]);
+  h.count_ = static_cast<std::uint64_t>(v[kBins]);
+  h.sum_ = v[kBins + 1];
+  h.max_ = static_cast<std::int64_t>(v[kBins + 2]);
+  return h;
+}
+
+}  // namespace asyncps
