@@ -17,6 +17,8 @@ int main(int argc, char** argv) {
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     const auto config = mnist_async::parse_config(argc, argv, /*print_help=*/rank == 0);
     if (!config) return 0;  // --help
+    if (config->eval_only) return rank == 0 ? mnist_async::run_eval(*config) : 0;
+    mnist_async::check_logdir(config->logdir);  // every rank: its host's logdir must be writable
     asyncps::Options options;
     options.num_servers = config->ps;
     options.server_poll_us = config->server_poll_us;
@@ -26,11 +28,15 @@ int main(int argc, char** argv) {
     options.staleness = config->staleness;
     options.staleness_lr = config->staleness_lr;
     options.pull = config->pull == "get" ? asyncps::PullMethod::Get : asyncps::PullMethod::GetAccumulate;
+    options.checkpoint.dir = config->logdir;
+    options.checkpoint.save_secs = config->save_secs;
+    options.checkpoint.keep = config->keep_checkpoints;
+    options.checkpoint.restart_from = config->restart_from;
+    options.checkpoint.restore = !config->no_restore;
     asyncps::Session session(MPI_COMM_WORLD, mnist_async::mnist_layout(), options);
-    if (session.roles().is_server())
-      mnist_async::run_server(*config, session);
-    else
-      mnist_async::run_worker(*config, session);
+    // exit code 3 on every rank when a worker halted the job (--halt_on_nonfinite)
+    return session.roles().is_server() ? mnist_async::run_server(*config, session)
+                                       : mnist_async::run_worker(*config, session);
   } catch (const std::exception& e) {
     asyncps::abort_job(e.what());
   }

@@ -52,6 +52,8 @@ void validate(const Config& c) {
   require(c.server_poll_us >= 0 && c.server_poll_us <= 1000000,
           "--server_poll_us must be in [0, 1000000], got " + std::to_string(c.server_poll_us));
   require(!c.logdir.empty(), "--logdir must not be empty");
+  require(std::isfinite(c.save_secs) && c.save_secs >= 0, "--save_secs must be >= 0, got " + show(c.save_secs));
+  require(c.keep_checkpoints >= 1, "--keep_checkpoints must be at least 1, got " + std::to_string(c.keep_checkpoints));
 }
 
 }  // namespace
@@ -89,6 +91,16 @@ std::optional<Config> parse_config(int argc, char** argv, bool print_help) {
     ("staleness_lr", po::bool_switch(&c.staleness_lr), "scale each update by 1/max(1, staleness) (Zhang et al. 2016)")
     ("straggler_ms", po::value(&c.straggler_ms)->default_value(c.straggler_ms),
      "experiments: the last worker sleeps this many ms every step")
+    ("save_secs", po::value(&c.save_secs)->default_value(c.save_secs),
+     "servers checkpoint into --logdir this often (0: only at the end), like the tutorial's Supervisor")
+    ("keep_checkpoints", po::value(&c.keep_checkpoints)->default_value(c.keep_checkpoints), "newest checkpoints kept")
+    ("restart_from", po::value(&c.restart_from), "start from this checkpoint index (default: the newest valid one in --logdir)")
+    ("no_restore", po::bool_switch(&c.no_restore), "do not resume from the checkpoints in --logdir (they are kept)")
+    ("halt_on_nonfinite", po::bool_switch(&c.halt_on_nonfinite),
+     "stop the job (after saving) when a worker computes a NaN/Inf gradient; by default it is skipped and counted")
+    ("export_dir", po::value(&c.export_dir), "at the end the chief writes the parameters as <name>.npy here (EMA in ema/)")
+    ("eval_only", po::bool_switch(&c.eval_only), "evaluate a checkpoint and exit (no training; one rank is enough)")
+    ("checkpoint", po::value(&c.checkpoint), "--eval_only: the checkpoint index (default: the newest in --logdir)")
     ("pull", po::value(&c.pull)->default_value(c.pull), "get_accumulate (atomic per element) | get")
     ("server_poll_us", po::value(&c.server_poll_us)->default_value(c.server_poll_us),
      "the server enters MPI at least this often (microseconds)")

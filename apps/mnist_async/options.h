@@ -26,7 +26,15 @@ struct Config {
   std::string mode = "async";
   int staleness = 0;
   bool staleness_lr = false;
-  double straggler_ms = 0;  // experiments: the last worker sleeps this long every step
+  double straggler_ms = 0;
+  double save_secs = 60;
+  int keep_checkpoints = 5;
+  std::string restart_from;
+  bool no_restore = false;
+  bool halt_on_nonfinite = false;
+  std::string export_dir;
+  bool eval_only = false;
+  std::string checkpoint;  // --eval_only: the index to evaluate (default: newest in --logdir)  // experiments: the last worker sleeps this long every step
   int server_poll_us = 1000;
   bool verbose = false;
 };

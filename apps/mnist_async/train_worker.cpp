@@ -1,7 +1,12 @@
 // defines: mnist_layout, run_server, run_worker
 #include "train_worker.h"
 
+#include <unistd.h>
+
+#include <cerrno>
 #include <chrono>
+#include <cstring>
+#include <filesystem>
 #include <cstdio>
 #include <memory>
 #include <optional>
@@ -56,14 +61,57 @@ asyncps::ParamLayout mnist_layout() {
   return layout;
 }
 
-void run_server(const Config& config, asyncps::Session& session) {
+void check_logdir(const std::string& logdir) {
+  std::error_code ec;
+  std::filesystem::create_directories(logdir, ec);
+  if (ec) throw asyncps::ConfigError("--logdir " + logdir + ": cannot create it: " + ec.message());
+  const auto probe = std::filesystem::path(logdir) / (".write-test-" + std::to_string(::getpid()));
+  std::FILE* f = std::fopen(probe.c_str(), "w");
+  if (!f) throw asyncps::ConfigError("--logdir " + logdir + ": cannot write in it: " + std::strerror(errno));
+  std::fclose(f);
+  std::filesystem::remove(probe, ec);
+}
+
+int run_server(const Config& config, asyncps::Session& session) {
   std::vector<float> initial(session.layout().size());
   asyncps::nn::glorot_uniform_init(initial, config.seed);  // every server draws the same arena
   asyncps::ParameterServer server(session, initial);
   server.serve();
+  if (!server.saved_checkpoint().empty())
+    std::printf("asyncps: saved %s (global step %lld)\n", server.saved_checkpoint().c_str(),
+                static_cast<long long>(server.final_step()));
+  std::fflush(stdout);
+  return server.halted() ? 3 : 0;
 }
 
-void run_worker(const Config& config, asyncps::Session& session) {
+int run_eval(const Config& config) {
+  const auto layout = mnist_layout();
+  std::filesystem::path index = config.checkpoint;
+  if (index.empty()) {
+    const auto all = asyncps::list_checkpoints(config.logdir);
+    if (all.empty()) throw asyncps::ConfigError("--eval_only: no checkpoint in " + config.logdir + " (pass --checkpoint)");
+    index = all.front();
+  }
+  const auto ckpt = asyncps::read_checkpoint(index, layout);
+  const auto data = asyncps::mnist::load_mnist(config.data_dir);
+  auto backend = make_backend(config.device, 1000, 0);
+  const Accuracy plain = evaluate(*backend, data, ckpt.params);
+  std::printf("%s (global step %lld): validation accuracy %.4f, test accuracy %.4f", index.c_str(),
+              static_cast<long long>(ckpt.global_step), plain.validation, plain.test);
+  if (!ckpt.shadow.empty()) {
+    const Accuracy averaged = evaluate(*backend, data, ckpt.shadow);
+    std::printf("; EMA: validation %.4f, test %.4f", averaged.validation, averaged.test);
+  }
+  std::printf("\n");
+  if (!config.export_dir.empty()) {
+    asyncps::export_npy(config.export_dir, layout, ckpt.params);
+    if (!ckpt.shadow.empty()) asyncps::export_npy(std::filesystem::path(config.export_dir) / "ema", layout, ckpt.shadow);
+    std::printf("exported to %s\n", config.export_dir.c_str());
+  }
+  return 0;
+}
+
+int run_worker(const Config& config, asyncps::Session& session) {
   const asyncps::Roles& roles = session.roles();
   const bool chief = roles.is_chief();
   const bool talk = chief || config.verbose;
@@ -81,7 +129,10 @@ void run_worker(const Config& config, asyncps::Session& session) {
   asyncps::WorkerClient client(session);
   client.pull(params);
   std::optional<asyncps::MovingAverage> ema;
-  if (chief) ema.emplace(params, config.moving_average_decay);
+  if (chief) {  // a restarted job continues the average the checkpoint holds
+    ema.emplace(params, config.moving_average_decay);
+    if (client.load_shadow(ema->shadow())) std::printf("the chief continues the EMA from the checkpoint\n");
+  }
   if (talk)
     std::printf("worker %d of %d: %s backend, %zu training examples, batch %d, %d server(s)\n", roles.worker_index(),
                 roles.num_workers(), backend->name(), data.train.size(), config.batch_size, roles.num_servers);
@@ -107,10 +158,21 @@ void run_worker(const Config& config, asyncps::Session& session) {
     add_l2(session.layout(), config.l2, params, grad);
     if (straggler) std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(config.straggler_ms));
     compute_seconds += since(t_compute);
-    const auto landed = client.end_step(grad, static_cast<float>(-lr));
+    const asyncps::StepEnd landed = client.end_step(grad, static_cast<float>(-lr));
+    if (landed.nonfinite) {
+      const auto seen = client.stats().nonfinite;
+      if (seen <= 5 || config.halt_on_nonfinite)
+        std::fprintf(stderr, "asyncps: worker %d: non-finite gradient at global step %lld (loss %g): %s%s\n",
+                     roles.worker_index(), static_cast<long long>(begun->global_step), static_cast<double>(loss),
+                     config.halt_on_nonfinite ? "halting the job (--halt_on_nonfinite)" : "skipped",
+                     seen == 5 && !config.halt_on_nonfinite ? " (further ones are only counted)" : "");
+      if (config.halt_on_nonfinite) client.request_halt();
+      continue;
+    }
     if (!landed) break;  // the other workers took the last steps
-    global_step = *landed;
+    global_step = landed.global_step;
     ++local_step;
+    if (ema && local_step % config.log_every == 0) client.store_shadow(ema->shadow());  // checkpoints hold it
     if (talk && local_step % config.log_every == 0) {
       std::printf("After %lld training steps (%lld global steps), loss on training batch is %g. (%.3f sec/batch)\n",
                   static_cast<long long>(local_step), static_cast<long long>(global_step), static_cast<double>(loss),
@@ -127,6 +189,7 @@ void run_worker(const Config& config, asyncps::Session& session) {
       last_summary = Clock::now();
     }
   }
+  if (ema) client.store_shadow(ema->shadow());
   client.drain();  // every worker is done: the arena is final
   const double wall = since(start);
   const auto& st = client.stats();
@@ -161,11 +224,25 @@ void run_worker(const Config& config, asyncps::Session& session) {
                 static_cast<unsigned long long>(tau.count()), config.mode.c_str(), tau.mean(),
                 static_cast<long long>(tau.percentile(50)), static_cast<long long>(tau.percentile(99)),
                 static_cast<long long>(tau.max()), st.mode_wait_seconds);
+    if (st.nonfinite) std::printf("%llu non-finite gradient(s) were not pushed\n",
+                                  static_cast<unsigned long long>(st.nonfinite));
     metrics->write({{"global_step", static_cast<double>(steps)},
                     {"staleness_mean", tau.mean()}, {"staleness_p50", static_cast<double>(tau.percentile(50))},
                     {"staleness_p99", static_cast<double>(tau.percentile(99))},
                     {"staleness_max", static_cast<double>(tau.max())}});
+    if (!config.export_dir.empty()) {
+      asyncps::export_npy(config.export_dir, session.layout(), params);
+      asyncps::export_npy(std::filesystem::path(config.export_dir) / "ema", session.layout(),
+                          std::vector<float>(ema->shadow().begin(), ema->shadow().end()));
+      std::printf("exported the parameters to %s (EMA in %s/ema)\n", config.export_dir.c_str(), config.export_dir.c_str());
+    }
   }
+  if (client.halted()) {
+    if (chief) std::printf("halted by a worker at global step %lld (--halt_on_nonfinite)\n",
+                           static_cast<long long>(client.final_step()));
+    return 3;
+  }
+  return 0;
 }
 
 }  // namespace mnist_async

@@ -10,7 +10,12 @@
 namespace mnist_async {
 
 asyncps::ParamLayout mnist_layout();
-void run_server(const Config& config, asyncps::Session& session);
-void run_worker(const Config& config, asyncps::Session& session);
+// Each returns the process's exit code: 0, or 3 when a worker halted the job.
+int run_server(const Config& config, asyncps::Session& session);
+int run_worker(const Config& config, asyncps::Session& session);
+// --eval_only: evaluates a checkpoint (plain and EMA) on validation and test; returns the exit code.
+int run_eval(const Config& config);
+// Creates the logdir if needed and checks a file can be written in it; ConfigError otherwise.
+void check_logdir(const std::string& logdir);
 
 }  // namespace mnist_async

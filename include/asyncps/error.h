@@ -1,4 +1,4 @@
-// defines: asyncps::Error, asyncps::MpiError, asyncps::ConfigError
+// defines: asyncps::Error, asyncps::MpiError, asyncps::CheckpointError, asyncps::ConfigError
 // Every failure in libasyncps is thrown as one of these; what() is one line that names the
 // failing call or the bad input. A program's main catches them, prints what(), and calls
 // MPI_Abort so that no rank is left waiting for this one.
@@ -21,6 +21,12 @@ class MpiError : public Error {
 
  private:
   int code_;
+};
+
+// A checkpoint file is missing, damaged or of another model; what() names the file.
+class CheckpointError : public Error {
+ public:
+  using Error::Error;
 };
 
 // The job was started or configured in a way that cannot work (too few ranks, a layout that

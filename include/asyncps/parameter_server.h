@@ -12,6 +12,7 @@
 #include <functional>
 #include <memory>
 #include <span>
+#include <string>
 
 #include "asyncps/session.h"
 #include "asyncps/staleness.h"
@@ -22,7 +23,9 @@ class ParameterServer {
  public:
   // Collective over the session (every worker constructs its WorkerClient at the same time).
   // `initial` is the whole arena (layout().size() floats); this server keeps its shard of it.
-  // `initial_step` starts the global step (non-zero when resuming from a checkpoint).
+  // `initial_step` starts the global step. If Options::checkpoint names a checkpoint to resume
+  // from (or a directory holding one), its parameters, EMA shadow and step are used instead:
+  // see asyncps/checkpoint.h. Periodic and final checkpoints are written by serve().
   ParameterServer(Session& session, std::span<const float> initial, std::int64_t initial_step = 0);
   ~ParameterServer();
   ParameterServer(const ParameterServer&) = delete;
@@ -42,6 +45,15 @@ class ParameterServer {
   std::uint64_t polls() const noexcept;
   // Every worker's update staleness summed (valid after serve() returns).
   const StalenessHistogram& job_staleness() const noexcept;
+
+  // Whether the constructor restored a checkpoint (Options::checkpoint), and its step.
+  bool restored() const noexcept;
+  std::int64_t restored_step() const noexcept;
+  // After serve(): the final global step, whether a worker halted the job, and the checkpoint
+  // index written at the end (server 0; empty if none was written).
+  std::int64_t final_step() const noexcept;
+  bool halted() const noexcept;
+  const std::string& saved_checkpoint() const noexcept;
 
  private:
   struct Impl;

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 
+#include "asyncps/checkpoint.h"
 #include "asyncps/param_layout.h"
 #include "asyncps/roles.h"
 
@@ -36,6 +37,7 @@ struct Options {
   PullMethod pull = PullMethod::GetAccumulate;
   int server_poll_us = 1000;      // the server enters MPI at least this often while serving
   std::size_t chunk_bytes = 1u << 20;  // large pushes/pulls are split into pieces of this size
+  CheckpointOptions checkpoint = {};  // where and how often servers save (default: never)
 };
 
 class Session {

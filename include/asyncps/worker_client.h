@@ -38,6 +38,15 @@ struct WorkerStats {
   std::uint64_t mode_waits = 0;    // begin_step calls that had to wait at least once
   std::int64_t max_clock_gap = 0;  // ssp: largest (my clock - slowest clock) seen when a step began
   std::uint64_t dropped = 0;       // end_step updates not applied because the job was complete
+  std::uint64_t nonfinite = 0;     // end_step gradients with NaN or Inf, never pushed
+};
+
+// What end_step() did with the update.
+struct StepEnd {
+  bool applied = false;          // the update is in the arena (sync: added to the round)
+  bool nonfinite = false;        // the gradient held NaN or Inf: nothing was pushed
+  std::int64_t global_step = 0;  // where it landed (when applied)
+  explicit operator bool() const noexcept { return applied; }
 };
 
 // What begin_step() hands the model: the parameters were pulled at (about) global_step.
@@ -87,9 +96,23 @@ class WorkerClient {
   //        this worker's clock - staleness; end_step is async's plus a clock tick.
   // begin_step returns nothing once the global step has reached `limit`.
   std::optional<StepStart> begin_step(std::span<float> params, std::int64_t limit);
-  // Returns the global step the update landed at, or nothing if the job completed meanwhile
-  // (async/ssp: the update is dropped, counted in stats().dropped).
-  std::optional<std::int64_t> end_step(std::span<const float> grad, float scale);
+  // A gradient holding NaN or Inf is never pushed (sync: this worker adds nothing to the round);
+  // it is counted in stats().nonfinite and still spends its global step, so a job whose
+  // gradients all go bad ends on schedule instead of spinning. An update that finds the job complete is dropped
+  // (async/ssp; counted in stats().dropped).
+  StepEnd end_step(std::span<const float> grad, float scale);
+
+  // Asks every worker to stop: their next begin_step returns nothing (e.g. --halt_on_nonfinite).
+  void request_halt();
+  // After finish(): whether some worker asked for a halt, and the final global step.
+  bool halted() const noexcept;
+  std::int64_t final_step() const noexcept;
+
+  // The chief's EMA shadow kept on the servers, so checkpoints hold it: store_shadow copies
+  // `shadow` (layout().size() floats) there; load_shadow fills it from there and returns false
+  // if the servers hold none (a fresh job) — a restarted job continues its average.
+  void store_shadow(std::span<const float> shadow);
+  bool load_shadow(std::span<float> shadow);
 
   // Staleness of this worker's updates; job_staleness(): every worker's, after finish().
   const StalenessHistogram& staleness() const noexcept;

@@ -1,19 +1,32 @@
 // defines: asyncps::detail::ctrl (slot indices of the control block)
 // The control block is an array of int64 in a window on server 0 (rank 0):
-//   [kGlobalStep]  global step, moved by MPI_Fetch_and_op(MPI_SUM) once per applied push
-//   [kDone]        workers that have finished
-//   [kVersion]     sync mode: updates applied so far (workers wait for it to move)
-//   [kArrivals]    sync mode: gradients added to the accumulation buffer in this round
-//   [kClocks + w]  worker w's clock: local steps it has completed (SSP reads the minimum)
+//   [kGlobalStep]   global step, moved by MPI_Fetch_and_op(MPI_SUM) once per applied update
+//   [kHalt]         non-zero: a worker asked the job to stop (begin_step reads it with the step)
+//   [kDone]         workers that have drained
+//   [kVersion]      sync mode: rounds applied so far (workers wait for it to move)
+//   [kArrivals]     sync mode: updates added to the accumulation buffer in this round
+//   [kSaveRequest]  checkpoints: the step of the save server 0 asked for (0: none yet)
+//   [kSaveAcks]     checkpoints: servers other than 0 that have written their shard of it
+//   [kShadowValid]  1 once the servers hold an EMA shadow (restored or stored by the chief)
+//   [kClocks + w]   worker w's clock: steps it has completed (SSP reads the minimum)
+//   [sums(W) + s]   checkpoints: the checksum of server s's shard of the requested save (uint64)
+// Every operation on it is MPI_SUM or MPI_NO_OP (the window promises same_op_no_op).
 #pragma once
 #include <cstddef>
 
 namespace asyncps::detail::ctrl {
 inline constexpr int kGlobalStep = 0;
-inline constexpr int kDone = 1;
-inline constexpr int kVersion = 2;
-inline constexpr int kArrivals = 3;
-inline constexpr int kClocks = 4;
+inline constexpr int kHalt = 1;
+inline constexpr int kDone = 2;
+inline constexpr int kVersion = 3;
+inline constexpr int kArrivals = 4;
+inline constexpr int kSaveRequest = 5;
+inline constexpr int kSaveAcks = 6;
+inline constexpr int kShadowValid = 7;
+inline constexpr int kClocks = 8;
 inline constexpr int kControlRank = 0;
-inline std::size_t slots(int num_workers) { return static_cast<std::size_t>(kClocks + num_workers); }
+inline int sums(int num_workers) { return kClocks + num_workers; }
+inline std::size_t slots(int num_workers, int num_servers) {
+  return static_cast<std::size_t>(kClocks + num_workers + num_servers);
+}
 }  // namespace asyncps::detail::ctrl

@@ -9,6 +9,7 @@
 
 #include "asyncps/error.h"
 #include "check.h"
+#include "checkpointer.h"
 #include "control_block.h"
 #include "windows.h"
 
@@ -20,6 +21,10 @@ struct ParameterServer::Impl {
   detail::LockAll lock_params;  // the server's own shared epoch: flushing it drives progress
   detail::LockAll lock_control;
   detail::LockAll lock_accum;
+  detail::LockAll lock_shadow;
+  std::unique_ptr<detail::ServerCheckpointer> ckpt;
+  detail::RestoredShard restored;
+  detail::FinalState final_state;
   StalenessHistogram job_staleness;
   std::uint64_t polls = 0;
   bool served = false;
@@ -49,21 +54,33 @@ ParameterServer::ParameterServer(Session& session, std::span<const float> initia
   impl_->win = detail::open_windows(session);
   impl_->lock_params = detail::LockAll(impl_->win.params.get());
   impl_->lock_control = detail::LockAll(impl_->win.control.get());
+  impl_->lock_shadow = detail::LockAll(impl_->win.shadow.get());
+  const Shard& sh = session.plan().shard(roles.rank);
   if (impl_->win.accum.get() != MPI_WIN_NULL) {
     impl_->lock_accum = detail::LockAll(impl_->win.accum.get());
-    std::fill_n(impl_->win.accum.data<float>(), session.plan().shard(roles.rank).size, 0.f);
+    std::fill_n(impl_->win.accum.data<float>(), sh.size, 0.f);
     ASYNCPS_MPI_CHECK(MPI_Win_sync(impl_->win.accum.get()));
   }
 
-  const Shard& sh = session.plan().shard(roles.rank);
-  std::copy_n(initial.begin() + static_cast<std::ptrdiff_t>(sh.offset), sh.size, impl_->win.params.data<float>());
+  // A checkpoint in Options::checkpoint.dir (or restart_from) wins over `initial`.
+  auto& restored = impl_->restored = detail::restore_checkpoint(session);  // collective
+  if (restored.found)
+    std::copy(restored.params.begin(), restored.params.end(), impl_->win.params.data<float>());
+  else
+    std::copy_n(initial.begin() + static_cast<std::ptrdiff_t>(sh.offset), sh.size, impl_->win.params.data<float>());
+  if (restored.has_shadow) std::copy(restored.shadow.begin(), restored.shadow.end(), impl_->win.shadow.data<float>());
+  else std::fill_n(impl_->win.shadow.data<float>(), sh.size, 0.f);
   if (roles.rank == detail::ctrl::kControlRank) {
     auto* ctrl = impl_->win.control.data<std::int64_t>();
-    std::fill_n(ctrl, detail::ctrl::slots(roles.num_workers()), 0);
-    ctrl[detail::ctrl::kGlobalStep] = initial_step;
+    std::fill_n(ctrl, detail::ctrl::slots(roles.num_workers(), roles.num_servers), 0);
+    ctrl[detail::ctrl::kGlobalStep] = restored.found ? restored.step : initial_step;
+    ctrl[detail::ctrl::kShadowValid] = restored.has_shadow ? 1 : 0;
   }
+  impl_->ckpt = std::make_unique<detail::ServerCheckpointer>(session, impl_->win,
+                                                             restored.found ? restored.step : initial_step);
   // Make the local stores visible to the window before anyone reads it.
   ASYNCPS_MPI_CHECK(MPI_Win_sync(impl_->win.params.get()));
+  ASYNCPS_MPI_CHECK(MPI_Win_sync(impl_->win.shadow.get()));
   ASYNCPS_MPI_CHECK(MPI_Win_sync(impl_->win.control.get()));
   ASYNCPS_MPI_CHECK(MPI_Barrier(session.comm()));  // matches the WorkerClient constructor's
 }
@@ -87,12 +104,20 @@ void ParameterServer::serve(const std::function<void()>& tick) {
     ASYNCPS_MPI_CHECK(MPI_Test(&done, &finished, MPI_STATUS_IGNORE));
     if (finished) break;
     Impl::pump(impl_.get());
+    impl_->ckpt->tick();
     if (tick) tick();
     std::this_thread::sleep_for(std::chrono::microseconds(poll_us));
   }
   ASYNCPS_MPI_CHECK(MPI_Win_sync(impl_->win.params.get()));
+  impl_->final_state = detail::finish_job(impl_->session, impl_->win, impl_->ckpt.get());
   impl_->job_staleness = detail::allreduce_staleness(impl_->session.comm(), StalenessHistogram{});
 }
+
+bool ParameterServer::restored() const noexcept { return impl_->restored.found; }
+std::int64_t ParameterServer::restored_step() const noexcept { return impl_->restored.step; }
+bool ParameterServer::halted() const noexcept { return impl_->final_state.halted; }
+std::int64_t ParameterServer::final_step() const noexcept { return impl_->final_state.global_step; }
+const std::string& ParameterServer::saved_checkpoint() const noexcept { return impl_->final_state.saved; }
 
 const StalenessHistogram& ParameterServer::job_staleness() const noexcept { return impl_->job_staleness; }
 

@@ -9,12 +9,12 @@
 
 namespace asyncps::detail {
 
-Window::Window(MPI_Comm comm, std::size_t bytes, int disp_unit, const char* what) {
+Window::Window(MPI_Comm comm, std::size_t bytes, int disp_unit, const char* what, bool sum_and_no_op_only) {
   MPI_Info info;
   ASYNCPS_MPI_CHECK(MPI_Info_create(&info));
   // Pushes are accumulates of MPI_FLOAT with MPI_SUM (and MPI_NO_OP reads): say so, so the
   // implementation may use hardware atomics for them.
-  MPI_Info_set(info, "accumulate_ops", "same_op_no_op");
+  if (sum_and_no_op_only) MPI_Info_set(info, "accumulate_ops", "same_op_no_op");
   MPI_Info_set(info, "same_disp_unit", "true");
   const int rc = MPI_Win_allocate(static_cast<MPI_Aint>(bytes), disp_unit, info, comm, &base_, &win_);
   MPI_Info_free(&info);

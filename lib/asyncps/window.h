@@ -14,7 +14,9 @@ class Window {
  public:
   Window() = default;
   // Collective: every rank of `comm` calls it; `bytes` may be 0 on ranks that expose nothing.
-  Window(MPI_Comm comm, std::size_t bytes, int disp_unit, const char* what);
+  // `sum_and_no_op_only`: every accumulate on it will be MPI_SUM or MPI_NO_OP (lets the
+  // implementation use hardware atomics); false for windows written with MPI_REPLACE.
+  Window(MPI_Comm comm, std::size_t bytes, int disp_unit, const char* what, bool sum_and_no_op_only = true);
   ~Window();
   Window(Window&& other) noexcept;
   Window& operator=(Window&& other) noexcept;

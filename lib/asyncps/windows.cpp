@@ -14,11 +14,12 @@ SessionWindows open_windows(const Session& session) {
   const Roles& roles = session.roles();
   const std::size_t shard_bytes = roles.is_server() ? session.plan().shard(roles.rank).size * sizeof(float) : 0;
   const std::size_t ctrl_bytes =
-      roles.rank == ctrl::kControlRank ? ctrl::slots(roles.num_workers()) * sizeof(std::int64_t) : 0;
+      roles.rank == ctrl::kControlRank ? ctrl::slots(roles.num_workers(), roles.num_servers) * sizeof(std::int64_t) : 0;
   SessionWindows w;
   w.params = Window(session.comm(), shard_bytes, sizeof(float), "parameter");
   w.control = Window(session.comm(), ctrl_bytes, sizeof(std::int64_t), "control");
   if (session.options().mode == Mode::Sync) w.accum = Window(session.comm(), shard_bytes, sizeof(float), "accumulation");
+  w.shadow = Window(session.comm(), shard_bytes, sizeof(float), "EMA shadow", /*sum_and_no_op_only=*/false);
   return w;
 }
 

@@ -3,6 +3,7 @@
 //   params:  servers expose their shard (floats), workers 0 bytes
 //   control: rank 0 exposes the control block (int64), the rest 0 bytes
 //   accum:   sync mode only: servers expose a shard-sized buffer the round's updates add into
+//   shadow:  servers expose a shard-sized copy of the chief's EMA shadow (MPI_REPLACE writes)
 #pragma once
 #include <mpi.h>
 
@@ -18,6 +19,7 @@ struct SessionWindows {
   Window params;
   Window control;
   Window accum;  // empty unless Mode::Sync
+  Window shadow;
 };
 
 SessionWindows open_windows(const Session& session);

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -10,6 +11,7 @@
 
 #include "asyncps/error.h"
 #include "check.h"
+#include "checkpointer.h"
 #include "control_block.h"
 #include "windows.h"
 
@@ -27,6 +29,8 @@ struct WorkerClient::Impl {
   detail::LockAll lock_control;
   std::size_t chunk_floats = 0;
   detail::LockAll lock_accum;
+  detail::LockAll lock_shadow;
+  detail::FinalState final_state;
   bool finished = false;
   bool drained = false;
   WorkerStats stats;
@@ -113,6 +117,18 @@ struct WorkerClient::Impl {
   }
   void flush(const detail::Window& w) { flush(w.get()); }
 
+  // The global step has reached the limit or a worker asked for a halt (one atomic read of
+  // the two adjacent slots).
+  bool job_complete() {
+    std::int64_t v[2] = {0, 0};
+    ASYNCPS_MPI_CHECK(MPI_Get_accumulate(nullptr, 0, MPI_INT64_T, v, 2, MPI_INT64_T, detail::ctrl::kControlRank,
+                                         detail::ctrl::kGlobalStep, 2, MPI_INT64_T, MPI_NO_OP, win.control.get()));
+    ASYNCPS_MPI_CHECK(MPI_Win_flush(detail::ctrl::kControlRank, win.control.get()));
+    last_seen_step = v[0];
+    return v[0] >= limit || v[1] != 0;
+  }
+  std::int64_t last_seen_step = 0;
+
   // Sleeps with exponential back-off (20 us .. 1 ms) until ready() or the job is complete.
   // Returns false if the job completed first.
   template <class Ready>
@@ -122,7 +138,7 @@ struct WorkerClient::Impl {
     bool waited = false;
     for (;;) {
       if (ready()) break;
-      if (fetch_and_add(detail::ctrl::kGlobalStep, 0, MPI_NO_OP) >= limit) return false;
+      if (job_complete()) return false;
       waited = true;
       std::this_thread::sleep_for(std::chrono::microseconds(backoff_us));
       backoff_us = std::min(backoff_us * 2, 1000);
@@ -187,6 +203,8 @@ WorkerClient::WorkerClient(Session& session) : impl_(std::make_unique<Impl>(sess
   impl_->lock_params = detail::LockAll(impl_->win.params.get());
   impl_->lock_control = detail::LockAll(impl_->win.control.get());
   if (impl_->win.accum.get() != MPI_WIN_NULL) impl_->lock_accum = detail::LockAll(impl_->win.accum.get());
+  impl_->lock_shadow = detail::LockAll(impl_->win.shadow.get());
+  detail::restore_checkpoint(session);             // collective with the servers' constructors
   ASYNCPS_MPI_CHECK(MPI_Barrier(session.comm()));  // the servers have filled their shards
 }
 
@@ -302,6 +320,7 @@ void WorkerClient::finish() {
   if (!impl_ || impl_->finished) return;
   drain();
   impl_->lock_accum.unlock();
+  impl_->lock_shadow.unlock();
   impl_->lock_params.unlock();
   impl_->lock_control.unlock();
   impl_->finished = true;
@@ -309,6 +328,7 @@ void WorkerClient::finish() {
   MPI_Request done = MPI_REQUEST_NULL;
   ASYNCPS_MPI_CHECK(MPI_Ibarrier(impl_->session.comm(), &done));
   detail::wait_sleeping(done, 200);
+  impl_->final_state = detail::finish_job(impl_->session, impl_->win, nullptr);  // the final checkpoint
   impl_->job_staleness = detail::allreduce_staleness(impl_->session.comm(), impl_->staleness);
 }
 
@@ -327,29 +347,39 @@ std::optional<StepStart> WorkerClient::begin_step(std::span<float> params, std::
     if (!m.wait_until([&] { return (slowest = m.min_clock()) >= m.clock - s; })) return std::nullopt;
     m.stats.max_clock_gap = std::max(m.stats.max_clock_gap, m.clock - slowest);
   }
-  m.begin_global_step = global_step();
-  if (m.begin_global_step >= limit) return std::nullopt;
+  if (m.job_complete()) return std::nullopt;
+  m.begin_global_step = m.last_seen_step;
   pull(params);
   return StepStart{m.begin_global_step, m.clock};
 }
 
-std::optional<std::int64_t> WorkerClient::end_step(std::span<const float> grad, float scale) {
+StepEnd WorkerClient::end_step(std::span<const float> grad, float scale) {
   Impl& m = *impl_;
+  m.check_size(grad.size(), "WorkerClient::end_step");
   const Mode mode = m.options().mode;
+  StepEnd out;
+  // NaN or Inf never reaches the arena: one pass over the gradient (about 2 us for 9,098 floats)
+  out.nonfinite = !std::all_of(grad.begin(), grad.end(), [](float g) { return std::isfinite(g); });
+  if (out.nonfinite) ++m.stats.nonfinite;
   if (mode == Mode::Sync) {
-    m.check_size(grad.size(), "WorkerClient::end_step");
     // accum += (scale / W) * grad: the round applies the mean of the W workers' updates
-    wait(m.start_accumulate(m.win.accum, grad, scale / static_cast<float>(m.num_workers())));
+    if (!out.nonfinite) wait(m.start_accumulate(m.win.accum, grad, scale / static_cast<float>(m.num_workers())));
     // the accumulate is complete at the servers before we announce our arrival
     if (m.fetch_and_add(detail::ctrl::kArrivals, 1, MPI_SUM) == m.num_workers() - 1) m.apply_sync_round();
     ++m.clock;
     m.staleness.record(0);
-    return m.begin_global_step + 1;
+    out.applied = !out.nonfinite;
+    out.global_step = m.begin_global_step + 1;
+    return out;
   }
-  const auto landed = claim_step(m.limit);
+  const auto landed = claim_step(m.limit);  // a skipped update still spends its step: the job ends on schedule
+  if (out.nonfinite) {
+    if (landed) out.global_step = *landed;
+    return out;
+  }
   if (!landed) {
     ++m.stats.dropped;
-    return std::nullopt;
+    return out;
   }
   const std::int64_t tau = *landed - 1 - m.begin_global_step;  // updates that landed in between
   m.staleness.record(tau);
@@ -357,7 +387,36 @@ std::optional<std::int64_t> WorkerClient::end_step(std::span<const float> grad, 
   push(grad, scale);
   ++m.clock;
   if (mode == Mode::Ssp) m.fetch_and_add(detail::ctrl::kClocks + worker_index(), 1, MPI_SUM);
-  return landed;
+  out.applied = true;
+  out.global_step = *landed;
+  return out;
+}
+
+void WorkerClient::request_halt() { impl_->fetch_and_add(detail::ctrl::kHalt, 1, MPI_SUM); }
+bool WorkerClient::halted() const noexcept { return impl_->final_state.halted; }
+std::int64_t WorkerClient::final_step() const noexcept { return impl_->final_state.global_step; }
+
+void WorkerClient::store_shadow(std::span<const float> shadow) {
+  Impl& m = *impl_;
+  m.check_size(shadow.size(), "WorkerClient::store_shadow");
+  m.for_each_piece([&](int target, MPI_Aint disp, std::size_t off, int n) {
+    ASYNCPS_MPI_CHECK(MPI_Accumulate(shadow.data() + off, n, MPI_FLOAT, target, disp, n, MPI_FLOAT, MPI_REPLACE,
+                                     m.win.shadow.get()));
+  });
+  m.flush(m.win.shadow);
+  m.fetch_and_add(detail::ctrl::kShadowValid, 1, MPI_SUM);
+}
+
+bool WorkerClient::load_shadow(std::span<float> shadow) {
+  Impl& m = *impl_;
+  m.check_size(shadow.size(), "WorkerClient::load_shadow");
+  if (m.fetch_and_add(detail::ctrl::kShadowValid, 0, MPI_NO_OP) == 0) return false;
+  m.for_each_piece([&](int target, MPI_Aint disp, std::size_t off, int n) {
+    ASYNCPS_MPI_CHECK(MPI_Get_accumulate(nullptr, 0, MPI_FLOAT, shadow.data() + off, n, MPI_FLOAT, target, disp, n,
+                                         MPI_FLOAT, MPI_NO_OP, m.win.shadow.get()));
+  });
+  m.flush(m.win.shadow);
+  return true;
 }
 
 const StalenessHistogram& WorkerClient::staleness() const noexcept { return impl_->staleness; }

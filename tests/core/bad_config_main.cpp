@@ -1,5 +1,7 @@
 // A minimal libasyncps program, started wrongly on purpose by the bad-configuration tests:
-//   bad_config [--ps S] [--mismatch_rank R]
+//   bad_config [--ps S] [--mismatch_rank R] [--checkpoint_dir DIR]
+// (with --checkpoint_dir it runs one step and leaves a checkpoint of its 100-float model: a
+// foreign checkpoint for mnist_async's tests)
 // It must print one clear line and exit non-zero on every rank within seconds.
 #include <cstdlib>
 #include <cstring>
@@ -16,6 +18,7 @@ int main(int argc, char** argv) {
     for (int i = 1; i + 1 < argc; i += 2) {
       if (!std::strcmp(argv[i], "--ps")) options.num_servers = std::atoi(argv[i + 1]);
       if (!std::strcmp(argv[i], "--mismatch_rank")) mismatch_rank = std::atoi(argv[i + 1]);
+      if (!std::strcmp(argv[i], "--checkpoint_dir")) options.checkpoint.dir = argv[i + 1];
     }
     int rank = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -30,6 +33,7 @@ int main(int argc, char** argv) {
       asyncps::WorkerClient w(session);
       std::vector<float> p(layout.size());
       w.pull(p);
+      if (w.claim_step(1)) w.push(p, 1.f);  // one step, so the final checkpoint has something to save
       w.finish();
     }
   } catch (const std::exception& e) {

@@ -57,15 +57,23 @@ TEST_CASE("every element lands on the right server and pull returns what was pus
   } else {
     WorkerClient client(session);
     std::vector<float> params(n), grad(n);
-    client.pull(params);
-    std::size_t wrong_initial = 0;
-    for (std::size_t i = 0; i < n; ++i) wrong_initial += params[i] != initial_value(i);
-    CHECK(wrong_initial == 0);
+    auto wait_for_step = [&](std::int64_t step) {
+      while (client.global_step() < step) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    };
+    // worker 0 reads the initial arena before anyone pushes (the step counter is the signal)
+    if (roles.worker_index() == 0) {
+      client.pull(params);
+      std::size_t wrong_initial = 0;
+      for (std::size_t i = 0; i < n; ++i) wrong_initial += params[i] != initial_value(i);
+      CHECK(wrong_initial == 0);
+      client.next_step();
+    }
+    wait_for_step(1);
     for (std::size_t i = 0; i < n; ++i) grad[i] = increment(roles.worker_index(), i);
     for (int k = 0; k < kPushes; ++k) client.push(grad, 1.0f);
-    // wait until every worker's pushes are in: the step counter says how many have finished
+    // wait until every worker's pushes are in: each moves the step once when it is done
     client.next_step();
-    while (client.global_step() < roles.num_workers()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    wait_for_step(1 + roles.num_workers());
     client.pull(params);
     std::size_t wrong = 0;
     for (std::size_t i = 0; i < n; ++i) wrong += params[i] != expected(i);

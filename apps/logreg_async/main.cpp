@@ -1,0 +1,154 @@
+// logreg_async: multinomial logistic regression on synthetic Gaussian blobs (10 classes,
+// 20 features by default), trained by asynchronous SGD with libasyncps. The second model of
+// the project, and unlike mnist_async it uses nothing but the library's public API.
+//
+//   mpirun -np 3 logreg_async [--ps 1] [--steps 2000] [--batch_size 32] [--learning_rate 0.2]
+//                             [--min_accuracy 0.85] [--log_every 200] [--seed 2024]
+//                             [--noise 1.5] [--classes 10] [--features 20]
+//
+// Ranks [0, ps) serve the parameters, the rest are workers; every rank generates the same data
+// from the seed. Each worker draws its own batches (seeded by its index), pulls the arena,
+// computes the gradient and pushes it, until `steps` updates have been applied in all. The
+// chief (first worker) logs its batch loss, and at the end evaluates the final arena:
+//   Done: 2000 global steps by 2 worker(s) in 0.41 s; train loss 0.31 accuracy 0.905; test loss 0.33 accuracy 0.899
+// and the job exits 1 when the test accuracy is below --min_accuracy (it did not converge).
+#include <mpi.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "asyncps/asyncps.h"
+#include "blobs.h"
+#include "softmax_regression.h"
+
+namespace {
+
+struct Config {
+  asyncps::Options ps;
+  std::int64_t steps = 2000;
+  int batch_size = 32;
+  double learning_rate = 0.2;
+  double min_accuracy = 0.85;
+  int log_every = 200;
+  logreg::BlobSpec blobs;
+};
+
+double to_number(const std::string& flag, const char* text) {
+  char* end = nullptr;
+  const double v = std::strtod(text, &end);
+  if (end == text || *end != '\0' || !std::isfinite(v))
+    throw asyncps::ConfigError(flag + " must be a finite number, got '" + text + "'");
+  return v;
+}
+
+Config parse(int argc, char** argv) {
+  Config c;
+  for (int i = 1; i < argc; i += 2) {
+    const std::string flag = argv[i];
+    if (i + 1 >= argc) throw asyncps::ConfigError(flag + ": missing value");
+    const double v = to_number(flag, argv[i + 1]);
+    if (flag == "--ps") c.ps.num_servers = static_cast<int>(v);
+    else if (flag == "--steps") c.steps = static_cast<std::int64_t>(v);
+    else if (flag == "--batch_size") c.batch_size = static_cast<int>(v);
+    else if (flag == "--learning_rate") c.learning_rate = v;
+    else if (flag == "--min_accuracy") c.min_accuracy = v;
+    else if (flag == "--log_every") c.log_every = static_cast<int>(v);
+    else if (flag == "--seed") c.blobs.seed = static_cast<std::uint64_t>(v);
+    else if (flag == "--noise") c.blobs.noise = v;
+    else if (flag == "--classes") c.blobs.classes = static_cast<int>(v);
+    else if (flag == "--features") c.blobs.features = static_cast<int>(v);
+    else throw asyncps::ConfigError("unknown flag '" + flag + "'");
+  }
+  if (c.steps < 1) throw asyncps::ConfigError("--steps must be positive");
+  if (c.batch_size < 1) throw asyncps::ConfigError("--batch_size must be positive");
+  if (!(c.learning_rate > 0)) throw asyncps::ConfigError("--learning_rate must be positive");
+  if (c.log_every < 1) throw asyncps::ConfigError("--log_every must be positive");
+  return c;
+}
+
+// The worker loop. Returns true when the job converged (chief only; others return true).
+bool work(asyncps::Session& session, const logreg::SoftmaxRegression& model, const logreg::Blobs& data,
+          const Config& cfg) {
+  asyncps::WorkerClient worker(session);
+  const auto& roles = session.roles();
+  const std::size_t arena = session.layout().size();
+  std::vector<float> params(arena), grad(arena);
+  std::vector<std::size_t> batch(static_cast<std::size_t>(cfg.batch_size));
+  logreg::SplitMix64 rng(cfg.blobs.seed * 7919u + static_cast<std::uint64_t>(roles.worker_index()) + 1u);
+  const auto start = std::chrono::steady_clock::now();
+  std::int64_t mine = 0;
+  while (const auto step = worker.claim_step(cfg.steps)) {
+    worker.pull(params);
+    for (auto& i : batch) i = rng.below(data.train.size());
+    const double loss = model.loss_and_grad(params, data.train, batch, grad);
+    // lr decays continuously to half its value over the run
+    const double lr = asyncps::exponential_decay(cfg.learning_rate, 0.5, *step, static_cast<double>(cfg.steps));
+    worker.push(grad, static_cast<float>(-lr));
+    if (roles.is_chief() && ++mine % cfg.log_every == 0)
+      std::printf("After %lld training steps (%lld global steps), loss on training batch is %.4f (lr %.4f)\n",
+                  static_cast<long long>(mine), static_cast<long long>(*step), loss, lr);
+  }
+  worker.drain();  // every worker has stopped updating: the arena is final
+  bool converged = true;
+  if (roles.is_chief()) {
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    worker.pull(params);
+    const auto train = model.evaluate(params, data.train);
+    const auto test = model.evaluate(params, data.test);
+    std::printf("Done: %lld global steps by %d worker(s) in %.2f s; train loss %.4f accuracy %.4f; "
+                "test loss %.4f accuracy %.4f\n",
+                static_cast<long long>(worker.global_step()), roles.num_workers(), seconds, train.loss,
+                train.accuracy, test.loss, test.accuracy);
+    converged = test.accuracy >= cfg.min_accuracy && std::isfinite(test.loss);
+    if (!converged)
+      std::fprintf(stderr, "asyncps: did not converge: test accuracy %.4f below --min_accuracy %.4f\n",
+                   test.accuracy, cfg.min_accuracy);
+    std::fflush(stdout);
+  }
+  worker.finish();
+  return converged;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  asyncps::MpiEnvironment mpi(&argc, &argv);
+  int failed = 0;
+  try {
+    const Config cfg = parse(argc, argv);
+    int size = 0;
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    if (size < 2) throw asyncps::ConfigError("needs at least 2 MPI ranks (1 server + 1 worker), got 1");
+
+    const logreg::Blobs data = logreg::make_blobs(cfg.blobs);
+    asyncps::ParamLayout layout;
+    const logreg::SoftmaxRegression model(layout, cfg.blobs.features, cfg.blobs.classes);
+    asyncps::Session session(MPI_COMM_WORLD, layout, cfg.ps);
+    if (session.roles().is_chief()) {
+      const std::vector<float> zero(layout.size(), 0.0f);
+      const auto before = model.evaluate(zero, data.test);
+      std::printf("logreg_async: %d classes, %d features, %zu train / %zu test samples; %d server(s), "
+                  "%d worker(s); before training: test loss %.4f accuracy %.4f\n",
+                  cfg.blobs.classes, cfg.blobs.features, data.train.size(), data.test.size(),
+                  session.roles().num_servers, session.roles().num_workers(), before.loss, before.accuracy);
+      std::fflush(stdout);
+    }
+    if (session.roles().is_server()) {
+      asyncps::ParameterServer server(session, std::vector<float>(layout.size(), 0.0f));  // convex: zeros will do
+      server.serve();
+    } else {
+      failed = work(session, model, data, cfg) ? 0 : 1;
+    }
+  } catch (const std::exception& e) {
+    asyncps::abort_job(e.what());
+  }
+  // Every rank exits the same way.
+  MPI_Allreduce(MPI_IN_PLACE, &failed, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  return failed;
+}

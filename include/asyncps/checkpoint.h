@@ -1,0 +1,55 @@
+// defines: asyncps::CheckpointOptions, asyncps::CheckpointData, read_checkpoint,
+//          list_checkpoints, export_npy
+// Crash-safe checkpoints of the arena and the chief's EMA shadow, written by the servers from
+// their own window memory (each server its shard: no parameter crosses the network to be saved).
+//
+// On disk, in the checkpoint directory (the job's --logdir):
+//   ckpt-<step>.shard-<s>-of-<S>   server s's shard: header (magic, format version, layout hash,
+//                                  global step, shard range, tensor table), parameters, EMA
+//                                  shadow, 64-bit checksum over all of it
+//   ckpt-<step>.index              written by server 0 once every shard is on disk: the step, S,
+//                                  layout hash, each shard's range and checksum, its own checksum
+// Every file is written to a temporary name, fsync'd, renamed, and the directory fsync'd, so a
+// kill at any moment leaves either the old set or the new one. A checkpoint is valid when its
+// index and every shard verify. The newest `keep` checkpoints are kept.
+//
+//   auto ckpt = asyncps::read_checkpoint("log_async/ckpt-1000.index", layout);  // any S
+//   asyncps::export_npy("export/", layout, ckpt.params);                          // conv1_w.npy, ...
+#pragma once
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "asyncps/param_layout.h"
+
+namespace asyncps {
+
+struct CheckpointOptions {
+  std::filesystem::path dir;   // empty: the job keeps no checkpoints
+  double save_secs = 60;       // server 0 asks for a checkpoint this often (0: only at the end)
+  int keep = 5;                // newest checkpoints kept
+  std::filesystem::path restart_from;  // an index file to start from; empty: the newest valid in dir
+  bool restore = true;         // start from the newest valid checkpoint in dir, if there is one
+};
+
+struct CheckpointData {
+  std::int64_t global_step = 0;
+  int num_servers = 0;
+  std::vector<float> params;  // the whole arena
+  std::vector<float> shadow;  // the EMA shadow, empty if the checkpoint has none
+};
+
+// Reads and verifies a whole checkpoint (its index and every shard). Throws CheckpointError
+// naming the file and the problem: missing, truncated, checksum mismatch, foreign layout.
+CheckpointData read_checkpoint(const std::filesystem::path& index, const ParamLayout& layout);
+
+// The checkpoints in `dir`, newest first (by step), as index paths (not yet verified).
+std::vector<std::filesystem::path> list_checkpoints(const std::filesystem::path& dir);
+
+// Writes each tensor of `arena` as <dir>/<name>.npy (NumPy format 1.0, little-endian float32,
+// C order, the tensor's shape). numpy.load() reads them.
+void export_npy(const std::filesystem::path& dir, const ParamLayout& layout, const std::vector<float>& arena);
+
+}  // namespace asyncps

@@ -1,0 +1,67 @@
+// defines: asyncps::detail:: shard and index files of a checkpoint (see include/asyncps/checkpoint.h)
+// Binary, little-endian. Both end with a 64-bit checksum of everything before it.
+#pragma once
+#include <cstdint>
+#include <filesystem>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "asyncps/param_layout.h"
+
+namespace asyncps::detail {
+
+namespace fs = std::filesystem;
+
+struct ShardHeader {
+  std::uint64_t layout_hash = 0, arena = 0;
+  std::int64_t step = 0;
+  std::uint32_t num_servers = 0, server = 0;
+  std::uint64_t offset = 0, count = 0;
+};
+
+struct ShardFile {
+  ShardHeader header;
+  std::vector<float> params, shadow;  // shadow empty if none was saved
+  std::uint64_t checksum = 0;
+};
+
+struct IndexEntry {
+  std::uint64_t offset = 0, count = 0, checksum = 0;
+  std::string file;  // name within the directory
+};
+
+struct Index {
+  std::int64_t step = 0;
+  std::uint32_t num_servers = 0;
+  std::uint64_t layout_hash = 0, arena = 0;
+  std::vector<IndexEntry> shards;
+};
+
+fs::path shard_path(const fs::path& dir, std::int64_t step, int server, int num_servers);
+fs::path index_path(const fs::path& dir, std::int64_t step);
+
+// 64-bit checksum (FNV-1a over 8-byte words, then the tail bytes).
+std::uint64_t checksum64(const void* data, std::size_t bytes);
+
+// Writes `bytes` to `path` crash-safely: temporary file, fsync, rename, fsync of the directory.
+void write_file_atomically(const fs::path& path, const std::string& bytes);
+
+// Writes a shard file; returns its checksum (recorded in the index).
+std::uint64_t write_shard(const fs::path& dir, const ShardHeader& h, const ParamLayout& layout,
+                          std::span<const float> params, std::span<const float> shadow);
+// Reads and verifies one shard file against `layout`. Throws CheckpointError naming the file.
+ShardFile read_shard(const fs::path& file, const ParamLayout& layout);
+
+void write_index(const fs::path& dir, const Index& index);
+Index read_index(const fs::path& file);  // verifies its own checksum; throws CheckpointError
+Index parse_index(const std::string& bytes, const fs::path& file);  // the same, from the file's bytes
+std::string read_file_bytes(const fs::path& file);                    // throws CheckpointError
+
+// Server 0 removes all but the newest `keep` indexes; every server keeps its newest keep + 1
+// shard files (one more than the indexes: a shard may wait for the others' before its index
+// exists; on hosts without a shared file system a server cannot see the indexes) and removes
+// the rest, and any temporary file it left behind.
+void prune_checkpoints(const fs::path& dir, int keep, int server, int num_servers);
+
+}  // namespace asyncps::detail

@@ -1,0 +1,316 @@
+// defines: restore_checkpoint, ServerCheckpointer, finish_job
+#include "checkpointer.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+
+#include "asyncps/error.h"
+#include "check.h"
+#include "checkpoint_format.h"
+#include "control_block.h"
+
+namespace asyncps::detail {
+
+namespace {
+
+// Rank 0 reads its own control block (the window memory, after MPI_Win_sync).
+std::int64_t load_local(const SessionWindows& w, int slot) {
+  ASYNCPS_MPI_CHECK(MPI_Win_sync(w.control.get()));
+  return __atomic_load_n(&w.control.data<std::int64_t>()[slot], __ATOMIC_ACQUIRE);
+}
+
+// Atomic add on rank 0's control block from any server (they all hold lock_all on it).
+void add_remote(const SessionWindows& w, int slot, std::int64_t add, MPI_Datatype type = MPI_INT64_T) {
+  std::int64_t old = 0;
+  ASYNCPS_MPI_CHECK(MPI_Fetch_and_op(&add, &old, type, ctrl::kControlRank, slot, MPI_SUM, w.control.get()));
+  ASYNCPS_MPI_CHECK(MPI_Win_flush(ctrl::kControlRank, w.control.get()));
+}
+
+void bcast_string(MPI_Comm comm, std::string& s) {
+  unsigned long long n = s.size();
+  ASYNCPS_MPI_CHECK(MPI_Bcast(&n, 1, MPI_UNSIGNED_LONG_LONG, 0, comm));
+  s.resize(n);
+  if (n) ASYNCPS_MPI_CHECK(MPI_Bcast(s.data(), static_cast<int>(n), MPI_CHAR, 0, comm));
+}
+
+// A list of strings packed as (u64 length, bytes)*.
+std::string pack(const std::vector<std::string>& items) {
+  std::string out;
+  for (const auto& it : items) {
+    const std::uint64_t n = it.size();
+    out.append(reinterpret_cast<const char*>(&n), 8);
+    out += it;
+  }
+  return out;
+}
+std::vector<std::string> unpack(const std::string& s) {
+  std::vector<std::string> out;
+  for (std::size_t pos = 0; pos + 8 <= s.size();) {
+    std::uint64_t n;
+    std::memcpy(&n, s.data() + pos, 8);
+    out.push_back(s.substr(pos + 8, n));
+    pos += 8 + n;
+  }
+  return out;
+}
+
+// This server's range [offset, offset+count) out of the checkpoint `index` (any number of
+// servers wrote it: the shards that overlap the range are read and verified).
+bool load_range(const Index& index, const fs::path& dir, const ParamLayout& layout, const Shard& mine,
+                RestoredShard& out) {
+  out.params.assign(mine.size, 0.f);
+  out.shadow.assign(mine.size, 0.f);
+  out.has_shadow = true;
+  for (const auto& e : index.shards) {
+    const std::size_t lo = std::max<std::size_t>(e.offset, mine.offset);
+    const std::size_t hi = std::min<std::size_t>(e.offset + e.count, mine.offset + mine.size);
+    if (lo >= hi) continue;
+    const fs::path file = dir / e.file;
+    const ShardFile s = read_shard(file, layout);
+    if (s.checksum != e.checksum || s.header.offset != e.offset || s.header.count != e.count)
+      throw CheckpointError(file.string() + ": does not match its index (a shard of another save)");
+    std::copy(s.params.begin() + static_cast<std::ptrdiff_t>(lo - e.offset),
+              s.params.begin() + static_cast<std::ptrdiff_t>(hi - e.offset),
+              out.params.begin() + static_cast<std::ptrdiff_t>(lo - mine.offset));
+    if (s.shadow.empty()) out.has_shadow = false;
+    else
+      std::copy(s.shadow.begin() + static_cast<std::ptrdiff_t>(lo - e.offset),
+                s.shadow.begin() + static_cast<std::ptrdiff_t>(hi - e.offset),
+                out.shadow.begin() + static_cast<std::ptrdiff_t>(lo - mine.offset));
+  }
+  return true;
+}
+
+}  // namespace
+
+RestoredShard restore_checkpoint(const Session& session) {
+  const CheckpointOptions& co = session.options().checkpoint;
+  const Roles& roles = session.roles();
+  const ParamLayout& layout = session.layout();
+  // 1. rank 0: the candidates, newest first, as (path, index bytes); damaged ones reported
+  std::string fatal, payload;
+  if (roles.rank == 0) {
+    std::vector<fs::path> paths;
+    if (!co.restart_from.empty()) paths.push_back(co.restart_from);
+    else if (!co.dir.empty() && co.restore) paths = list_checkpoints(co.dir);
+    std::vector<std::string> items;
+    std::size_t damaged = 0;
+    for (const auto& p : paths) {
+      try {
+        std::string bytes = read_file_bytes(p);
+        const Index idx = parse_index(bytes, p);
+        if (idx.layout_hash != layout.hash() || idx.arena != layout.size()) {
+          fatal = p.string() + ": written for another model (" + std::to_string(idx.arena) + " floats, layout hash " +
+                  "differs from this model's " + std::to_string(layout.size()) +
+                  " floats); use another --logdir or --restart_from";
+          break;
+        }
+        items.push_back(p.string());
+        items.push_back(std::move(bytes));
+      } catch (const CheckpointError& e) {
+        if (!co.restart_from.empty()) {
+          fatal = std::string("--restart_from: ") + e.what();
+          break;
+        }
+        ++damaged;
+        std::fprintf(stderr, "asyncps: skipping damaged checkpoint: %s; trying an older one\n", e.what());
+      }
+    }
+    if (fatal.empty() && items.empty() && damaged > 0)
+      fatal = co.dir.string() + ": " + std::to_string(damaged) +
+              " checkpoint(s) found and none is valid; move them away to start afresh (nothing was overwritten)";
+    payload = pack(items);
+  }
+  bcast_string(session.comm(), fatal);
+  if (!fatal.empty()) throw CheckpointError(fatal);
+  bcast_string(session.comm(), payload);
+  const std::vector<std::string> items = unpack(payload);
+
+  // 2. the first candidate every server can load
+  RestoredShard out;
+  std::vector<std::string> failures;
+  for (std::size_t i = 0; i + 1 < items.size(); i += 2) {
+    const fs::path path = items[i];
+    const Index idx = parse_index(items[i + 1], path);
+    int ok = 1, shadow = 1;
+    if (roles.is_server()) {
+      RestoredShard attempt;
+      try {
+        load_range(idx, path.parent_path(), layout, session.plan().shard(roles.rank), attempt);
+        shadow = attempt.has_shadow ? 1 : 0;
+        attempt.step = idx.step;
+        out = std::move(attempt);
+      } catch (const CheckpointError& e) {
+        ok = 0;
+        failures.push_back(e.what());
+        std::fprintf(stderr, "asyncps: checkpoint %s cannot be used: %s\n", path.string().c_str(), e.what());
+      }
+    }
+    int all[2] = {ok, shadow}, agreed[2] = {0, 0};
+    ASYNCPS_MPI_CHECK(MPI_Allreduce(all, agreed, 2, MPI_INT, MPI_MIN, session.comm()));
+    if (agreed[0] == 1) {
+      out.found = true;
+      out.step = idx.step;
+      out.has_shadow = agreed[1] == 1;
+      out.from = path.string();
+      if (!out.has_shadow) out.shadow.clear();
+      if (roles.rank == 0)
+        std::printf("asyncps: restored %s (global step %lld, written by %u server(s))\n", path.string().c_str(),
+                    static_cast<long long>(idx.step), idx.num_servers);
+      std::fflush(stdout);
+      return out;
+    }
+  }
+  if (items.empty()) return RestoredShard{};
+  // candidates existed but none could be loaded everywhere
+  throw CheckpointError(!co.restart_from.empty() ? "--restart_from " + co.restart_from.string() + ": cannot be restored"
+                                                 : co.dir.string() +
+                                                       ": no checkpoint could be restored on every server; move them "
+                                                       "away to start afresh (nothing was overwritten)");
+}
+
+ServerCheckpointer::ServerCheckpointer(const Session& session, SessionWindows& windows, std::int64_t restored_step)
+    : session_(session), win_(windows), enabled_(!session.options().checkpoint.dir.empty()),
+      last_save_(std::chrono::steady_clock::now()), last_answered_(restored_step), last_indexed_(restored_step) {
+  if (enabled_) {
+    std::error_code ec;
+    fs::create_directories(session.options().checkpoint.dir, ec);
+    if (ec)
+      throw ConfigError("checkpoint directory " + session.options().checkpoint.dir.string() +
+                        ": cannot create it: " + ec.message());
+  }
+}
+
+std::uint64_t ServerCheckpointer::write_my_shard(std::int64_t step, bool with_shadow) {
+  const Roles& roles = session_.roles();
+  const Shard& sh = session_.plan().shard(roles.rank);
+  ASYNCPS_MPI_CHECK(MPI_Win_sync(win_.params.get()));
+  ASYNCPS_MPI_CHECK(MPI_Win_sync(win_.shadow.get()));
+  ShardHeader h;
+  h.layout_hash = session_.layout().hash();
+  h.arena = session_.layout().size();
+  h.step = step;
+  h.num_servers = static_cast<std::uint32_t>(roles.num_servers);
+  h.server = static_cast<std::uint32_t>(roles.rank);
+  h.offset = sh.offset;
+  h.count = sh.size;
+  const std::span<const float> params(win_.params.data<float>(), sh.size);
+  const std::span<const float> shadow =
+      with_shadow ? std::span<const float>(win_.shadow.data<float>(), sh.size) : std::span<const float>();
+  return write_shard(session_.options().checkpoint.dir, h, session_.layout(), params, shadow);
+}
+
+void ServerCheckpointer::request_save(std::int64_t step) {
+  const int s = session_.roles().num_servers;
+  my_sum_ = write_my_shard(step, load_local(win_, ctrl::kShadowValid) != 0);
+  pending_ = step;
+  if (s > 1) add_remote(win_, ctrl::kSaveRequest, step - load_local(win_, ctrl::kSaveRequest));
+  try_commit();
+}
+
+void ServerCheckpointer::try_commit() {
+  const Roles& roles = session_.roles();
+  const int s = roles.num_servers;
+  if (s > 1 && load_local(win_, ctrl::kSaveAcks) < s - 1) return;
+  const int base = ctrl::sums(roles.num_workers());
+  Index idx;
+  idx.step = pending_;
+  idx.num_servers = static_cast<std::uint32_t>(s);
+  idx.layout_hash = session_.layout().hash();
+  idx.arena = session_.layout().size();
+  for (int k = 0; k < s; ++k) {
+    const Shard& sh = session_.plan().shard(k);
+    const auto sum = k == 0 ? my_sum_ : static_cast<std::uint64_t>(load_local(win_, base + k));
+    idx.shards.push_back({sh.offset, sh.size, sum, shard_path({}, pending_, k, s).filename().string()});
+  }
+  const auto& co = session_.options().checkpoint;
+  write_index(co.dir, idx);  // the commit point
+  if (s > 1) {
+    add_remote(win_, ctrl::kSaveAcks, -(s - 1));
+    for (int k = 1; k < s; ++k)  // sum slots back to 0 (uint64 wrap-around)
+      add_remote(win_, base + k, static_cast<std::int64_t>(0 - static_cast<std::uint64_t>(load_local(win_, base + k))),
+                 MPI_UINT64_T);
+  }
+  last_indexed_ = pending_;
+  pending_ = -1;
+  prune_checkpoints(co.dir, co.keep, 0, s);
+}
+
+void ServerCheckpointer::answer_request() {
+  const Roles& roles = session_.roles();
+  std::int64_t v[3] = {0, 0, 0};  // kSaveRequest, kSaveAcks, kShadowValid
+  ASYNCPS_MPI_CHECK(MPI_Get_accumulate(nullptr, 0, MPI_INT64_T, v, 3, MPI_INT64_T, ctrl::kControlRank,
+                                       ctrl::kSaveRequest, 3, MPI_INT64_T, MPI_NO_OP, win_.control.get()));
+  ASYNCPS_MPI_CHECK(MPI_Win_flush(ctrl::kControlRank, win_.control.get()));
+  if (v[0] <= last_answered_) return;
+  const std::uint64_t sum = write_my_shard(v[0], v[2] != 0);
+  add_remote(win_, ctrl::sums(roles.num_workers()) + roles.rank, static_cast<std::int64_t>(sum), MPI_UINT64_T);
+  add_remote(win_, ctrl::kSaveAcks, 1);
+  last_answered_ = v[0];
+  const auto& co = session_.options().checkpoint;
+  prune_checkpoints(co.dir, co.keep, roles.rank, roles.num_servers);
+}
+
+void ServerCheckpointer::tick() {
+  if (!enabled_) return;
+  if (session_.roles().rank != 0) {
+    if (++polls_since_check_ >= 10) {  // one small atomic read every ~10 polls
+      polls_since_check_ = 0;
+      answer_request();
+    }
+    return;
+  }
+  if (pending_ >= 0) {
+    try_commit();
+    return;
+  }
+  const double every = session_.options().checkpoint.save_secs;
+  const auto now = std::chrono::steady_clock::now();
+  if (every <= 0 || std::chrono::duration<double>(now - last_save_).count() < every) return;
+  last_save_ = now;
+  const std::int64_t step = load_local(win_, ctrl::kGlobalStep);
+  if (step > last_indexed_) request_save(step);
+}
+
+FinalState finish_job(const Session& session, SessionWindows& windows, ServerCheckpointer* ckpt) {
+  const Roles& roles = session.roles();
+  const auto& co = session.options().checkpoint;
+  std::int64_t state[4] = {0, 0, 0, 0};  // step, halted, shadow valid, save
+  if (roles.rank == 0) {
+    state[0] = load_local(windows, ctrl::kGlobalStep);
+    state[1] = load_local(windows, ctrl::kHalt) != 0;
+    state[2] = load_local(windows, ctrl::kShadowValid) != 0;
+    state[3] = !co.dir.empty() && ckpt && state[0] != ckpt->last_indexed_step();
+  }
+  ASYNCPS_MPI_CHECK(MPI_Bcast(state, 4, MPI_INT64_T, 0, session.comm()));
+  FinalState out{state[0], state[1] != 0, {}};
+  if (!state[3]) {  // nothing new since the last periodic checkpoint: it is the final one
+    if (roles.rank == 0 && ckpt && !co.dir.empty() && ckpt->last_indexed_step() == state[0] && state[0] > 0)
+      out.saved = index_path(co.dir, state[0]).string();
+    return out;
+  }
+  // every server writes its shard of the final step; rank 0 gathers the checksums
+  unsigned long long sum = 0;
+  if (roles.is_server() && ckpt) sum = ckpt->write_my_shard(state[0], state[2] != 0);
+  std::vector<unsigned long long> sums(static_cast<std::size_t>(roles.size));
+  ASYNCPS_MPI_CHECK(MPI_Gather(&sum, 1, MPI_UNSIGNED_LONG_LONG, sums.data(), 1, MPI_UNSIGNED_LONG_LONG, 0, session.comm()));
+  if (roles.rank == 0) {
+    Index idx;
+    idx.step = state[0];
+    idx.num_servers = static_cast<std::uint32_t>(roles.num_servers);
+    idx.layout_hash = session.layout().hash();
+    idx.arena = session.layout().size();
+    for (int k = 0; k < roles.num_servers; ++k) {
+      const Shard& sh = session.plan().shard(k);
+      idx.shards.push_back({sh.offset, sh.size, sums[static_cast<std::size_t>(k)],
+                            shard_path({}, state[0], k, roles.num_servers).filename().string()});
+    }
+    write_index(co.dir, idx);
+    out.saved = index_path(co.dir, state[0]).string();
+  }
+  if (roles.is_server()) prune_checkpoints(co.dir, co.keep, roles.rank, roles.num_servers);
+  return out;
+}
+
+}  // namespace asyncps::detail

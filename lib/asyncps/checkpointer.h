@@ -1,0 +1,73 @@
+// defines: asyncps::detail::restore_checkpoint, ServerCheckpointer, finish_job
+// The checkpoint protocol between ranks (the file formats are in checkpoint_format.h).
+//
+// Restore (collective, in the ParameterServer and WorkerClient constructors): rank 0 lists the
+// candidate indexes newest first (or --restart_from), skips and reports damaged ones, and
+// broadcasts their bytes; every server tries to load its range from the first candidate; an
+// all-reduce says whether every server could; if not, the next candidate is tried.
+//
+// Periodic save (servers, in serve()'s poll, no collective): server 0 writes its shard at step
+// g and publishes kSaveRequest = g; every other server sees it on its next poll (one atomic read
+// of rank 0's control block), writes its shard, adds the shard's checksum to its slot and acks;
+// when all S-1 acks are in, server 0 writes the index (the commit point), resets the slots and
+// prunes. A snapshot is Hogwild-consistent: each element whole, shards taken moments apart while
+// workers keep pushing, exactly what a worker's pull could have returned.
+//
+// End (collective, after the shutdown barrier, in serve() and finish()): rank 0 broadcasts the
+// final step and flags, servers write their shards unless that step is already saved, checksums
+// are gathered on rank 0, which writes the index.
+#pragma once
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "asyncps/session.h"
+#include "windows.h"
+
+namespace asyncps::detail {
+
+struct RestoredShard {
+  bool found = false;
+  std::int64_t step = 0;
+  bool has_shadow = false;
+  std::vector<float> params, shadow;  // this server's range (empty on workers)
+  std::string from;                   // the index file
+};
+
+RestoredShard restore_checkpoint(const Session& session);
+
+class ServerCheckpointer {
+ public:
+  ServerCheckpointer(const Session& session, SessionWindows& windows, std::int64_t restored_step);
+  void tick();  // from serve()'s poll loop
+  std::int64_t last_indexed_step() const noexcept { return last_indexed_; }
+  // Writes this server's shard of `step` from window memory; returns its checksum.
+  std::uint64_t write_my_shard(std::int64_t step, bool with_shadow);
+
+ private:
+  void request_save(std::int64_t step);
+  void answer_request();
+  void try_commit();
+
+  const Session& session_;
+  SessionWindows& win_;
+  bool enabled_ = false;
+  std::chrono::steady_clock::time_point last_save_;
+  std::int64_t pending_ = -1;       // server 0: the step being saved, waiting for acks
+  std::int64_t last_answered_ = 0;  // other servers: the last request they wrote a shard for
+  std::int64_t last_indexed_ = -1;
+  std::uint64_t my_sum_ = 0;
+  int polls_since_check_ = 0;
+};
+
+struct FinalState {
+  std::int64_t global_step = 0;
+  bool halted = false;
+  std::string saved;  // the index written at the end (rank 0), or empty
+};
+
+// Collective over the session after the shutdown barrier. `ckpt` is null on workers.
+FinalState finish_job(const Session& session, SessionWindows& windows, ServerCheckpointer* ckpt);
+
+}  // namespace asyncps::detail

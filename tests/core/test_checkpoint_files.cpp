@@ -1,0 +1,165 @@
+// Proves: checkpoint files round-trip bit-exactly; a flipped byte, a truncated file, an empty
+// file and a foreign layout are each detected with the file named; a checkpoint written by 2
+// servers reads back whole; pruning keeps the newest; exported .npy files carry the shapes.
+#include <catch2/catch.hpp>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include "../../lib/asyncps/checkpoint_format.h"
+#include "asyncps/checkpoint.h"
+#include "asyncps/roles.h"
+#include "asyncps/error.h"
+
+using namespace asyncps;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    path = fs::temp_directory_path() / ("asyncps-ckpt-test-" + std::to_string(std::random_device{}()));
+    fs::create_directories(path);
+  }
+  ~TempDir() { fs::remove_all(path); }
+};
+
+ParamLayout small_layout() {
+  ParamLayout l;
+  l.add("w", {3, 5});
+  l.add("b", {7});
+  return l;  // 22 floats
+}
+
+std::vector<float> random_floats(std::size_t n, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d;
+  std::vector<float> v(n);
+  for (auto& x : v) x = d(rng);
+  return v;
+}
+
+// Writes a whole checkpoint as `servers` servers would, with its index.
+void write_checkpoint(const fs::path& dir, const ParamLayout& layout, std::int64_t step, int servers,
+                      const std::vector<float>& params, const std::vector<float>& shadow) {
+  ShardPlan plan(layout.size(), servers);
+  detail::Index idx{step, static_cast<std::uint32_t>(servers), layout.hash(), layout.size(), {}};
+  for (const auto& sh : plan.shards()) {
+    detail::ShardHeader h{layout.hash(), layout.size(), step, static_cast<std::uint32_t>(servers),
+                          static_cast<std::uint32_t>(sh.server), sh.offset, sh.size};
+    const auto sum = detail::write_shard(dir, h, layout, std::span(params).subspan(sh.offset, sh.size),
+                                         std::span(shadow).subspan(sh.offset, sh.size));
+    idx.shards.push_back({sh.offset, sh.size, sum, detail::shard_path({}, step, sh.server, servers).string()});
+  }
+  detail::write_index(dir, idx);
+}
+
+void flip_byte(const fs::path& f, std::size_t at) {
+  std::fstream io(f, std::ios::in | std::ios::out | std::ios::binary);
+  io.seekg(static_cast<std::streamoff>(at));
+  char c;
+  io.get(c);
+  io.seekp(static_cast<std::streamoff>(at));
+  io.put(static_cast<char>(c ^ 0x10));
+}
+
+}  // namespace
+
+TEST_CASE("a checkpoint round-trips bit-exactly, with its EMA shadow, from any number of servers", "[checkpoint]") {
+  TempDir tmp;
+  const auto layout = small_layout();
+  const auto params = random_floats(layout.size(), 1), shadow = random_floats(layout.size(), 2);
+  for (int servers : {1, 2, 3}) {
+    write_checkpoint(tmp.path, layout, 100 + servers, servers, params, shadow);
+    const auto back = read_checkpoint(detail::index_path(tmp.path, 100 + servers), layout);
+    CHECK(back.global_step == 100 + servers);
+    CHECK(back.num_servers == servers);
+    CHECK(std::memcmp(back.params.data(), params.data(), params.size() * 4) == 0);
+    CHECK(std::memcmp(back.shadow.data(), shadow.data(), shadow.size() * 4) == 0);
+  }
+}
+
+TEST_CASE("a flipped byte anywhere in a shard or an index is detected", "[checkpoint]") {
+  TempDir tmp;
+  const auto layout = small_layout();
+  const auto params = random_floats(layout.size(), 3);
+  write_checkpoint(tmp.path, layout, 7, 1, params, params);
+  const auto shard = detail::shard_path(tmp.path, 7, 0, 1), index = detail::index_path(tmp.path, 7);
+  const auto size = fs::file_size(shard);
+  for (std::size_t at : {std::size_t{3}, std::size_t{40}, size / 2, size - 12, size - 1}) {
+    const auto copy = tmp.path / "copy";
+    fs::copy_file(shard, copy, fs::copy_options::overwrite_existing);
+    flip_byte(shard, at);
+    CHECK_THROWS_AS(read_checkpoint(index, layout), CheckpointError);
+    fs::copy_file(copy, shard, fs::copy_options::overwrite_existing);
+  }
+  CHECK_NOTHROW(read_checkpoint(index, layout));
+  flip_byte(index, fs::file_size(index) / 2);
+  CHECK_THROWS_WITH(read_checkpoint(index, layout), Catch::Contains(index.string()) && Catch::Contains("damaged"));
+}
+
+TEST_CASE("truncated and empty checkpoint files are detected and named", "[checkpoint]") {
+  TempDir tmp;
+  const auto layout = small_layout();
+  const auto params = random_floats(layout.size(), 4);
+  write_checkpoint(tmp.path, layout, 9, 1, params, params);
+  const auto shard = detail::shard_path(tmp.path, 9, 0, 1), index = detail::index_path(tmp.path, 9);
+  fs::resize_file(shard, fs::file_size(shard) - 30);
+  CHECK_THROWS_WITH(read_checkpoint(index, layout), Catch::Contains(shard.string()));
+  fs::resize_file(shard, 0);
+  CHECK_THROWS_WITH(read_checkpoint(index, layout), Catch::Contains("empty file"));
+  fs::remove(shard);
+  CHECK_THROWS_WITH(read_checkpoint(index, layout), Catch::Contains("cannot open"));
+}
+
+TEST_CASE("a checkpoint of another layout is refused", "[checkpoint]") {
+  TempDir tmp;
+  const auto layout = small_layout();
+  write_checkpoint(tmp.path, layout, 5, 1, random_floats(22, 5), random_floats(22, 6));
+  ParamLayout other;
+  other.add("w", {5, 3});  // same size, other shape
+  other.add("b", {7});
+  CHECK_THROWS_WITH(read_checkpoint(detail::index_path(tmp.path, 5), other), Catch::Contains("another model"));
+}
+
+TEST_CASE("checkpoints are listed newest first and pruning keeps the newest", "[checkpoint]") {
+  TempDir tmp;
+  const auto layout = small_layout();
+  const auto p = random_floats(22, 7);
+  for (int step : {10, 200, 30, 4000, 50}) write_checkpoint(tmp.path, layout, step, 1, p, p);
+  auto list = list_checkpoints(tmp.path);
+  REQUIRE(list.size() == 5);
+  CHECK(list.front().filename() == "ckpt-4000.index");
+  CHECK(list.back().filename() == "ckpt-10.index");
+  std::ofstream(tmp.path / "ckpt-99.shard-0-of-1.tmp") << "partial";
+  detail::prune_checkpoints(tmp.path, 2, 0, 1);
+  list = list_checkpoints(tmp.path);
+  REQUIRE(list.size() == 2);
+  CHECK(list[0].filename() == "ckpt-4000.index");
+  CHECK(list[1].filename() == "ckpt-200.index");
+  CHECK_FALSE(fs::exists(tmp.path / "ckpt-99.shard-0-of-1.tmp"));
+  CHECK(fs::exists(detail::shard_path(tmp.path, 50, 0, 1)));  // keep + 1 shards stay
+  CHECK_FALSE(fs::exists(detail::shard_path(tmp.path, 30, 0, 1)));
+}
+
+TEST_CASE("exported .npy files have NumPy's header and the tensors' shapes", "[checkpoint][export]") {
+  TempDir tmp;
+  const auto layout = small_layout();
+  const auto p = random_floats(22, 8);
+  export_npy(tmp.path, layout, p);
+  std::ifstream in(tmp.path / "w.npy", std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), {});
+  REQUIRE(bytes.size() > 10);
+  CHECK(bytes.substr(0, 6) == "\x93NUMPY");
+  const std::size_t header = 10 + static_cast<unsigned char>(bytes[8]) + 256u * static_cast<unsigned char>(bytes[9]);
+  CHECK(header % 64 == 0);
+  CHECK(bytes.find("'shape': (3,5)") != std::string::npos);
+  REQUIRE(bytes.size() == header + 15 * 4);
+  CHECK(std::memcmp(bytes.data() + header, p.data(), 15 * 4) == 0);
+  std::ifstream inb(tmp.path / "b.npy", std::ios::binary);
+  std::string b((std::istreambuf_iterator<char>(inb)), {});
+  CHECK(b.find("'shape': (7,)") != std::string::npos);
+}

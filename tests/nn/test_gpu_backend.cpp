@@ -1,0 +1,148 @@
+// The GPU (cuDNN/cuBLAS) backend against the CPU backend: same logits, loss and every gradient
+// tensor on random inputs and parameters at batch sizes 1, 7 and 128; deterministic; the same
+// input checks; and a short training run whose loss falls. Run only where a GPU is visible
+// (gpu_main.cpp).
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "nn/gpu/gpu_backend.h"
+#include "nn/mnist_cnn.h"
+#include "reference.h"
+
+namespace nn = asyncps::nn;
+
+namespace {
+
+struct Batch {
+  std::vector<float> x;
+  std::vector<std::uint8_t> y;
+};
+
+Batch random_batch(int B, std::uint32_t seed) {
+  Batch b{ref::random_floats(static_cast<std::size_t>(B) * nn::kImagePixels, seed, 0.0f, 1.0f), {}};
+  std::mt19937 rng(seed + 1);
+  for (int i = 0; i < B; ++i) b.y.push_back(static_cast<std::uint8_t>(rng() % nn::kClasses));
+  return b;
+}
+
+std::vector<float> random_params(std::uint64_t seed) {
+  std::vector<float> p(nn::kMnistCnnParams);
+  nn::glorot_uniform_init(p, seed);  // every tensor, biases included, uniform random
+  return p;
+}
+
+// max |a - b| / max |b| over [off, off + n): the error relative to the tensor's scale. (A per-element
+// relative error would be dominated by gradient entries that cancel to ~0 in both backends.)
+double rel_error(const std::vector<float>& a, const std::vector<float>& b, std::size_t off, std::size_t n) {
+  double diff = 0.0, scale = 0.0;
+  for (std::size_t i = off; i < off + n; ++i) {
+    diff = std::max(diff, std::abs(static_cast<double>(a[i]) - b[i]));
+    scale = std::max(scale, std::abs(static_cast<double>(b[i])));
+  }
+  return scale > 0.0 ? diff / scale : diff;
+}
+
+}  // namespace
+
+TEST_CASE("the gpu backend is built and sees a device", "[gpu]") {
+  CHECK(nn::gpu_backend_built());
+  CHECK(nn::gpu_device_count() > 0);
+  auto be = nn::make_gpu_backend(16, 0);
+  CHECK(std::string(be->name()) == "gpu");
+  CHECK(be->max_batch() == 16);
+}
+
+// Tolerance 1e-4 relative to each tensor's scale. Both backends compute in FP32 (the GPU one with
+// deterministic FMA-math cuDNN algorithms, no TF32) but sum in different orders; a sum over
+// B*28*28 terms (conv1's filter gradient at B=128) differs by ~1e-6 relative. A 2x2 pooling window
+// whose two largest inputs differ by less than that rounding could route a gradient differently;
+// with random inputs that has probability ~1e-6 per window, and the seeds below are fixed.
+TEST_CASE("gpu backend logits, loss and every gradient equal the cpu backend's", "[gpu]") {
+  auto gpu = nn::make_gpu_backend(128, 0);  // one instance for all sizes: algorithms chosen per batch
+  auto cpu = nn::make_cpu_backend(128);
+  const auto& tensors = nn::mnist_cnn_tensors();
+  for (const int B : {1, 7, 128}) {
+    for (const std::uint32_t seed : {11u, 12u}) {
+      CAPTURE(B, seed);
+      const auto batch = random_batch(B, 1000 * seed + B);
+      const auto p = random_params(seed);
+      std::vector<float> lg(static_cast<std::size_t>(B) * nn::kClasses), lc(lg.size());
+      gpu->forward(p, batch.x, lg);
+      cpu->forward(p, batch.x, lc);
+      CHECK(rel_error(lg, lc, 0, lg.size()) <= 1e-4);
+
+      std::vector<float> gg(nn::kMnistCnnParams, std::numeric_limits<float>::quiet_NaN());
+      std::vector<float> gc(nn::kMnistCnnParams);
+      const float loss_g = gpu->loss_and_grad(p, batch.x, batch.y, gg);
+      const float loss_c = cpu->loss_and_grad(p, batch.x, batch.y, gc);
+      CHECK(std::abs(loss_g - loss_c) <= 1e-4 * std::abs(loss_c));
+      std::size_t off = 0;
+      for (const auto& t : tensors) {
+        const double e = rel_error(gg, gc, off, t.size());
+        CAPTURE(t.name, e);
+        CHECK(e <= 1e-4);
+        off += t.size();
+      }
+      for (float g : gg) REQUIRE(std::isfinite(g));
+    }
+  }
+}
+
+TEST_CASE("gpu backend steps are deterministic and independent of earlier calls", "[gpu]") {
+  auto gpu = nn::make_gpu_backend(32, 0);
+  const auto p = random_params(21);
+  const auto a = random_batch(32, 22), b = random_batch(5, 23);
+  std::vector<float> g1(nn::kMnistCnnParams), g2(nn::kMnistCnnParams), g3(nn::kMnistCnnParams);
+  const float l1 = gpu->loss_and_grad(p, a.x, a.y, g1);
+  gpu->loss_and_grad(p, b.x, b.y, g3);  // a different batch size in between
+  const float l2 = gpu->loss_and_grad(p, a.x, a.y, g2);
+  CHECK(l1 == l2);
+  CHECK(g1 == g2);
+}
+
+TEST_CASE("gpu backend rejects wrong span sizes and oversized batches", "[gpu]") {
+  auto be = nn::make_gpu_backend(4, 0);
+  const auto p = random_params(1);
+  const auto batch = random_batch(4, 2);
+  std::vector<float> grad(nn::kMnistCnnParams), logits(4 * nn::kClasses);
+  CHECK_THROWS_AS(be->loss_and_grad(std::span(p).first(10), batch.x, batch.y, grad), std::invalid_argument);
+  CHECK_THROWS_AS(be->loss_and_grad(p, std::span(batch.x).first(100), batch.y, grad), std::invalid_argument);
+  CHECK_THROWS_AS(be->loss_and_grad(p, {}, {}, grad), std::invalid_argument);
+  CHECK_THROWS_AS(be->loss_and_grad(p, batch.x, std::span(batch.y).first(3), grad), std::invalid_argument);
+  CHECK_THROWS_AS(be->loss_and_grad(p, batch.x, batch.y, std::span(grad).first(5)), std::invalid_argument);
+  auto bad = batch.y;
+  bad[2] = 10;
+  CHECK_THROWS_AS(be->loss_and_grad(p, batch.x, bad, grad), std::invalid_argument);
+  const auto big = random_batch(5, 3);
+  std::vector<float> big_logits(5 * nn::kClasses);
+  CHECK_THROWS_AS(be->forward(p, big.x, big_logits), std::invalid_argument);
+  CHECK_THROWS_AS(be->forward(p, batch.x, std::span(logits).first(7)), std::invalid_argument);
+  CHECK_THROWS_AS(nn::make_gpu_backend(0, 0), std::invalid_argument);
+  CHECK_THROWS_AS(nn::make_gpu_backend(4, nn::gpu_device_count()), std::invalid_argument);
+}
+
+TEST_CASE("200 SGD steps on the GPU on 64 fixed random images make the loss fall a lot", "[gpu][train]") {
+  const int B = 64;
+  const auto batch = random_batch(B, 81);
+  auto p = random_params(11);
+  auto be = nn::make_gpu_backend(B, 0);
+  std::vector<float> grad(nn::kMnistCnnParams);
+  const float first = be->loss_and_grad(p, batch.x, batch.y, grad);
+  float last = first;
+  for (int step = 0; step < 200; ++step) {
+    last = be->loss_and_grad(p, batch.x, batch.y, grad);
+    for (std::size_t i = 0; i < p.size(); ++i) p[i] -= 0.1f * grad[i];  // SGD, lr 0.1
+  }
+  CAPTURE(first, last);
+  REQUIRE(std::isfinite(last));
+  CHECK(last < 0.25f * first);
+  CHECK(nn::count_correct(*be, p, batch.x, batch.y) >= 48);  // mostly memorised
+}
