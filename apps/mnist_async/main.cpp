@@ -27,6 +27,7 @@ int main(int argc, char** argv) {
                                            : asyncps::Mode::Async;
     options.staleness = config->staleness;
     options.staleness_lr = config->staleness_lr;
+    options.overlap = config->overlap;
     options.pull = config->pull == "get" ? asyncps::PullMethod::Get : asyncps::PullMethod::GetAccumulate;
     options.checkpoint.dir = config->logdir;
     options.checkpoint.save_secs = config->save_secs;

@@ -49,8 +49,8 @@ void validate(const Config& c) {
           "--straggler_ms must be >= 0, got " + show(c.straggler_ms));
   require(c.pull == "get_accumulate" || c.pull == "get",
           "--pull must be get_accumulate or get, got '" + c.pull + "'");
-  require(c.server_poll_us >= 0 && c.server_poll_us <= 1000000,
-          "--server_poll_us must be in [0, 1000000], got " + std::to_string(c.server_poll_us));
+  require(c.server_poll_us >= -1 && c.server_poll_us <= 1000000,
+          "--server_poll_us must be -1 (auto) or in [0, 1000000], got " + std::to_string(c.server_poll_us));
   require(!c.logdir.empty(), "--logdir must not be empty");
   require(std::isfinite(c.save_secs) && c.save_secs >= 0, "--save_secs must be >= 0, got " + show(c.save_secs));
   require(c.keep_checkpoints >= 1, "--keep_checkpoints must be at least 1, got " + std::to_string(c.keep_checkpoints));
@@ -96,6 +96,7 @@ std::optional<Config> parse_config(int argc, char** argv, bool print_help) {
     ("keep_checkpoints", po::value(&c.keep_checkpoints)->default_value(c.keep_checkpoints), "newest checkpoints kept")
     ("restart_from", po::value(&c.restart_from), "start from this checkpoint index (default: the newest valid one in --logdir)")
     ("no_restore", po::bool_switch(&c.no_restore), "do not resume from the checkpoints in --logdir (they are kept)")
+    ("overlap", po::bool_switch(&c.overlap), "async/ssp: each push stays in flight while the next gradient is computed")
     ("halt_on_nonfinite", po::bool_switch(&c.halt_on_nonfinite),
      "stop the job (after saving) when a worker computes a NaN/Inf gradient; by default it is skipped and counted")
     ("export_dir", po::value(&c.export_dir), "at the end the chief writes the parameters as <name>.npy here (EMA in ema/)")
@@ -103,7 +104,7 @@ std::optional<Config> parse_config(int argc, char** argv, bool print_help) {
     ("checkpoint", po::value(&c.checkpoint), "--eval_only: the checkpoint index (default: the newest in --logdir)")
     ("pull", po::value(&c.pull)->default_value(c.pull), "get_accumulate (atomic per element) | get")
     ("server_poll_us", po::value(&c.server_poll_us)->default_value(c.server_poll_us),
-     "the server enters MPI at least this often (microseconds)")
+     "the server enters MPI at least this often, in microseconds (-1: 10000 on one node, 1000 across hosts)")
     ("verbose,v", po::bool_switch(&c.verbose), "every worker logs, not only the chief");
 
   po::variables_map vm;

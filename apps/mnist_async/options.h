@@ -32,10 +32,11 @@ struct Config {
   std::string restart_from;
   bool no_restore = false;
   bool halt_on_nonfinite = false;
+  bool overlap = false;
   std::string export_dir;
   bool eval_only = false;
   std::string checkpoint;  // --eval_only: the index to evaluate (default: newest in --logdir)  // experiments: the last worker sleeps this long every step
-  int server_poll_us = 1000;
+  int server_poll_us = -1;  // -1: auto (the library's choice per transport)
   bool verbose = false;
 };
 

@@ -1,6 +1,7 @@
 // defines: mnist_layout, run_server, run_worker
 #include "train_worker.h"
 
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -37,6 +38,19 @@ void add_l2(const asyncps::ParamLayout& layout, double l2, std::span<const float
     if (t.shape.size() < 2) continue;  // biases are not regularised
     for (std::size_t i = t.offset; i < t.offset + t.size; ++i) grad[i] += static_cast<float>(l2) * params[i];
   }
+}
+
+double cpu_seconds() {  // user + system CPU time of this process
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         1e-6 * static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
+}
+
+double peak_rss_mb() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_maxrss) / 1024.0;  // Linux reports kilobytes
 }
 
 struct Accuracy {
@@ -76,7 +90,13 @@ int run_server(const Config& config, asyncps::Session& session) {
   std::vector<float> initial(session.layout().size());
   asyncps::nn::glorot_uniform_init(initial, config.seed);  // every server draws the same arena
   asyncps::ParameterServer server(session, initial);
+  const auto t0 = Clock::now();
+  const double cpu0 = cpu_seconds();
   server.serve();
+  if (config.verbose)
+    std::printf("server %d: %.3f s of CPU over %.2f s serving (%.2f%% of a core), %llu polls; peak RSS %.1f MB\n",
+                session.roles().rank, cpu_seconds() - cpu0, since(t0), 100.0 * (cpu_seconds() - cpu0) / since(t0),
+                static_cast<unsigned long long>(server.polls()), peak_rss_mb());
   if (!server.saved_checkpoint().empty())
     std::printf("asyncps: saved %s (global step %lld)\n", server.saved_checkpoint().c_str(),
                 static_cast<long long>(server.final_step()));
@@ -194,8 +214,10 @@ int run_worker(const Config& config, asyncps::Session& session) {
   const double wall = since(start);
   const auto& st = client.stats();
   if (config.verbose)
-    std::printf("worker %d: %lld local steps, compute %.3f s, pull %.3f s, push %.3f s\n", roles.worker_index(),
-                static_cast<long long>(local_step), compute_seconds, st.pull_seconds, st.push_seconds + st.wait_seconds);
+    std::printf("worker %d: %lld local steps in %.3f s: compute %.3f s, pull %.3f s, push %.3f s, waiting for others "
+                "%.3f s; peak RSS %.1f MB\n",
+                roles.worker_index(), static_cast<long long>(local_step), wall, compute_seconds, st.pull_seconds,
+                st.push_seconds + st.wait_seconds, st.mode_wait_seconds, peak_rss_mb());
   std::int64_t steps = 0;
   if (chief) {
     client.pull(params);

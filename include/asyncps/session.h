@@ -34,8 +34,13 @@ struct Options {
   Mode mode = Mode::Async;
   int staleness = 0;              // SSP bound s (Mode::Ssp only)
   bool staleness_lr = false;      // scale each async/ssp update by 1/max(1, tau) (Zhang et al., IJCAI 2016)
+  bool overlap = false;           // async/ssp: end_step's push stays in flight during the next compute
   PullMethod pull = PullMethod::GetAccumulate;
-  int server_poll_us = 1000;      // the server enters MPI at least this often while serving
+  // How often the server enters MPI while serving. -1 (auto): 10 ms when every rank shares one
+  // node (Open MPI's one-sided path there needs nothing from the target: polling only notices
+  // shutdown and checkpoint requests), 1 ms when ranks span hosts (pt2pt over TCP completes
+  // nothing until the target enters MPI). See docs/ARCHITECTURE.md "Server progress".
+  int server_poll_us = -1;
   std::size_t chunk_bytes = 1u << 20;  // large pushes/pulls are split into pieces of this size
   CheckpointOptions checkpoint = {};  // where and how often servers save (default: never)
 };
@@ -55,6 +60,10 @@ class Session {
   const ParamLayout& layout() const noexcept { return layout_; }
   const ShardPlan& plan() const noexcept { return plan_; }
   const Options& options() const noexcept { return options_; }
+  // True when every rank of the session runs on one node (shared memory between all of them).
+  bool single_node() const noexcept { return single_node_; }
+  // The server poll interval in effect (Options::server_poll_us with auto resolved).
+  int server_poll_us() const noexcept;
 
  private:
   MPI_Comm comm_ = MPI_COMM_NULL;
@@ -62,6 +71,7 @@ class Session {
   ParamLayout layout_;
   ShardPlan plan_;
   Options options_;
+  bool single_node_ = false;
 };
 
 }  // namespace asyncps

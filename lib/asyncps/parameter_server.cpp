@@ -98,7 +98,7 @@ void ParameterServer::serve(const std::function<void()>& tick) {
   // completes once every worker has finished. (A blocking MPI_Barrier would never match it.)
   MPI_Request done = MPI_REQUEST_NULL;
   ASYNCPS_MPI_CHECK(MPI_Ibarrier(impl_->session.comm(), &done));
-  const int poll_us = impl_->session.options().server_poll_us;
+  const int poll_us = impl_->session.server_poll_us();
   for (;;) {
     int finished = 0;
     ASYNCPS_MPI_CHECK(MPI_Test(&done, &finished, MPI_STATUS_IGNORE));

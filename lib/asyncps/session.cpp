@@ -2,6 +2,8 @@
 #include "asyncps/session.h"
 
 #include <array>
+#include <cstdlib>
+#include <cstring>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -65,12 +67,26 @@ Session::Session(MPI_Comm comm, ParamLayout layout, Options options)
     if (layout_.size() == 0) throw ConfigError("the parameter layout is empty: add at least one tensor");
     if (options_.staleness < 0)
       throw ConfigError("--staleness must be >= 0, got " + std::to_string(options_.staleness));
-    if (options_.server_poll_us < 0) throw ConfigError("server poll interval must be >= 0 microseconds");
+    if (options_.server_poll_us < -1) throw ConfigError("server poll interval must be >= 0 microseconds (or -1: auto)");
+    MPI_Comm node = MPI_COMM_NULL;
+    ASYNCPS_MPI_CHECK(MPI_Comm_split_type(comm_, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
+    int node_size = 0;
+    MPI_Comm_size(node, &node_size);
+    MPI_Comm_free(&node);
+    single_node_ = node_size == size;
     if (options_.chunk_bytes < sizeof(float)) throw ConfigError("chunk size must be at least 4 bytes");
   } catch (...) {
     MPI_Comm_free(&comm_);
     throw;
   }
+}
+
+int Session::server_poll_us() const noexcept {
+  if (options_.server_poll_us >= 0) return options_.server_poll_us;
+  // pt2pt, chosen by the user on one node (`--mca osc pt2pt`), needs the target as much as TCP does
+  const char* osc = std::getenv("OMPI_MCA_osc");
+  const bool pt2pt_forced = osc && osc[0] != '^' && std::strstr(osc, "pt2pt");
+  return single_node_ && !pt2pt_forced ? 10000 : 1000;
 }
 
 Session::~Session() {

@@ -7,6 +7,7 @@
 #include <string>
 #include <thread>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "asyncps/error.h"
@@ -46,8 +47,10 @@ struct WorkerClient::Impl {
   struct Pending {
     std::vector<MPI_Request> requests;
     int staging = -1;               // index into staging buffers, or -1
-    MPI_Win win = MPI_WIN_NULL;     // the window to flush for remote completion
+    MPI_Win win = MPI_WIN_NULL;     // the window to flush for remote completion (pushes only:
+                                    // a completed get request already means the data is here)
   };
+  Ticket overlapped_push = 0;       // Options::overlap: the push still in flight from the last step
   std::unordered_map<Ticket, Pending> pending;
   Ticket next_ticket = 1;
   std::vector<std::vector<float>> staging;  // scale*grad copies: a pool, reused
@@ -252,7 +255,6 @@ Ticket WorkerClient::pull_async(std::span<float> params) {
   const auto t0 = Clock::now();
   Impl::Pending p;
   const MPI_Win w = impl_->win.params.get();
-  p.win = w;
   const bool atomic = impl_->session.options().pull == PullMethod::GetAccumulate;
   impl_->for_each_piece([&](int target, MPI_Aint disp, std::size_t off, int n) {
     MPI_Request r;
@@ -276,8 +278,8 @@ void WorkerClient::wait(Ticket ticket) {
   const auto t0 = Clock::now();
   auto& reqs = it->second.requests;
   ASYNCPS_MPI_CHECK(MPI_Waitall(static_cast<int>(reqs.size()), reqs.data(), MPI_STATUSES_IGNORE));
-  // Request completion is local (the buffer is reusable); the flush makes it remote too.
-  impl_->flush(it->second.win);
+  // A push's request completion is local (the buffer is reusable); the flush makes it remote too.
+  if (it->second.win != MPI_WIN_NULL) impl_->flush(it->second.win);
   if (it->second.staging >= 0) impl_->free_staging.push_back(it->second.staging);
   impl_->pending.erase(it);
   impl_->stats.wait_seconds += seconds_since(t0);
@@ -306,6 +308,7 @@ std::int64_t WorkerClient::global_step() { return impl_->fetch_and_add(detail::c
 
 void WorkerClient::drain() {
   if (impl_->drained) return;
+  impl_->overlapped_push = 0;
   wait_all();
   // A worker that is done no longer holds anyone back in SSP: its clock jumps far ahead.
   impl_->fetch_and_add(detail::ctrl::kClocks + worker_index(), std::int64_t{1} << 60, MPI_SUM);
@@ -349,7 +352,8 @@ std::optional<StepStart> WorkerClient::begin_step(std::span<float> params, std::
   }
   if (m.job_complete()) return std::nullopt;
   m.begin_global_step = m.last_seen_step;
-  pull(params);
+  if (m.options().overlap) wait(pull_async(params));  // no flush: the last push may stay in flight
+  else pull(params);
   return StepStart{m.begin_global_step, m.clock};
 }
 
@@ -384,7 +388,12 @@ StepEnd WorkerClient::end_step(std::span<const float> grad, float scale) {
   const std::int64_t tau = *landed - 1 - m.begin_global_step;  // updates that landed in between
   m.staleness.record(tau);
   if (m.options().staleness_lr) scale /= static_cast<float>(std::max<std::int64_t>(1, tau));
-  push(grad, scale);
+  if (m.options().overlap) {  // this push overlaps the next step's compute; the previous one ends now
+    if (m.overlapped_push) wait(std::exchange(m.overlapped_push, 0));
+    m.overlapped_push = push_async(grad, scale);
+  } else {
+    push(grad, scale);
+  }
   ++m.clock;
   if (mode == Mode::Ssp) m.fetch_and_add(detail::ctrl::kClocks + worker_index(), 1, MPI_SUM);
   out.applied = true;

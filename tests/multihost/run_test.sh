@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# usage: run_test.sh TIMEOUT [--min_accuracy A] -- NETNS_MPIRUN_ARGS...
+# One multi-host ctest test: skips (exit 77, the reason printed) when this machine cannot create
+# network namespaces; otherwise runs scripts/netns-mpirun.sh NETNS_MPIRUN_ARGS (set-up, mpirun on
+# the head, teardown) under `timeout -k 5 TIMEOUT`. With --min_accuracy the job's output is judged
+# by tests/app/check_training.sh (loss falls, final test accuracy >= A).
+set -u
+here=$(dirname "$(readlink -f "$0")")
+root=$(cd "$here/../.." && pwd)
+limit=$1; shift
+min_acc=""
+if [ "${1:-}" = "--min_accuracy" ]; then min_acc=$2; shift 2; fi
+[ "${1:-}" = "--" ] && shift
+if ! reason=$("$root/scripts/netns-up.sh" --probe 2>&1); then
+  echo "SKIP: multi-host test not run: ${reason#netns harness unavailable: }"
+  exit 77
+fi
+if [ -n "$min_acc" ]; then
+  timeout -k 5 "$limit" "$root/tests/app/check_training.sh" "$min_acc" -- "$root/scripts/netns-mpirun.sh" "$@"
+else
+  timeout -k 5 "$limit" "$root/scripts/netns-mpirun.sh" "$@"
+fi
+rc=$?
+[ "$rc" -eq 124 ] && echo "FAIL: timed out after $limit s"
+[ "$rc" -eq 77 ] && rc=1   # a skip is decided above, never by the job
+exit "$rc"
