@@ -2,7 +2,10 @@
 # install-deps.sh: installs the Debian 12 packages the project needs, only those missing.
 # Quick (no apt at all) when everything is there. Uses sudo when not root.
 set -euo pipefail
-PKGS=(build-essential cmake libopenmpi-dev openmpi-bin libeigen3-dev libboost-program-options-dev catch2 npm)
+# the build and its tests (pkg-config: the downstream test; iproute2 + procps: the multi-host and
+# kill tests)
+PKGS=(build-essential cmake pkg-config libopenmpi-dev openmpi-bin libeigen3-dev libboost-program-options-dev catch2
+      iproute2 procps npm)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
