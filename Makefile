@@ -33,8 +33,11 @@ build: configure
 test: data build
 	cd $(BUILD) && ctest --output-on-failure --timeout 900
 
+# The demo's logdir is scratch (a fresh run each time); mnist_async itself resumes from the
+# checkpoints of an existing --logdir, like the tutorial's Supervisor.
 run: data build
-	mpirun -np $(NP) --hostfile $(HOSTFILE) $(BUILD)/bin/mnist_async --data_dir data/mnist $(RUN_ARGS)
+	rm -rf $(BUILD)/log_async
+	mpirun -np $(NP) --hostfile $(HOSTFILE) $(BUILD)/bin/mnist_async --data_dir data/mnist --logdir $(BUILD)/log_async $(RUN_ARGS)
 
 bench: data build
 	scripts/run-bench.sh $(BUILD)

@@ -209,6 +209,10 @@ int run_worker(const Config& config, asyncps::Session& session) {
       last_summary = Clock::now();
     }
   }
+  if (chief && local_step == 0)
+    std::printf("nothing to train: the global step had already reached --training_steps %lld (resumed from a "
+                "checkpoint? raise --training_steps to continue, or pass --no_restore)\n",
+                static_cast<long long>(config.training_steps));
   if (ema) client.store_shadow(ema->shadow());
   client.drain();  // every worker is done: the arena is final
   const double wall = since(start);
