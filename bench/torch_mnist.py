@@ -1,0 +1,260 @@
+#!/usr/bin/env python3
+"""PyTorch (CPU) reference for mnist_async: the same model, init, data split, SGD schedule and steps.
+
+Model (as lib/nn/mnist_cnn.h): x 28x28x1 in [0,1] -> conv 3x3 1->8 SAME + b -> maxpool 2x2/2 ->
+conv 3x3 8->16 SAME + b -> maxpool 2x2/2 -> flatten in (h,w,c) order (784) -> fc 784->10 + b ->
+mean softmax cross-entropy. No activations (the TF1 tutorial has none). Glorot-uniform init of
+weights AND biases: limit = sqrt(6/(fan_in+fan_out)); conv fans k*k*in / k*k*out; fc 784/10; a
+bias of length n has fan_in = fan_out = n. Plain SGD, lr = 0.01 * 0.99^(global_step/(60000/128))
+(not staircase), batch 128, 1000 steps. TF1 split: validation = the first 5,000 training images,
+train = the other 55,000 (reshuffled each epoch), test = t10k. IDX files are read with numpy.
+
+Timing: wall clock of the training loop only (batch gather + forward + backward + update),
+after one warm-up step that is not counted (it also trains: the step count includes it).
+
+--hogwild N: N processes (torch.multiprocessing, fork) share one model (share_memory()); each
+claims steps from a shared counter until --steps are done (exactly --steps updates in all, lr from
+the claimed global step), Hogwild-style without locks. samples/s = steps*batch / wall of the
+slowest process. --threads applies to every process.
+
+Prints one JSON line: {"impl", "samples_per_sec", "ms_per_step", "test_accuracy", ...}.
+Usage: torch_mnist.py [--data_dir data/mnist] [--threads 1] [--channels_last] [--steps 1000]
+                      [--batch 128] [--hogwild N] [--seed 1]
+"""
+import argparse
+import json
+import math
+import os
+import sys
+import time
+
+import numpy as np
+
+
+def read_idx(path):
+    with open(path, "rb") as f:
+        data = f.read()
+    magic = int.from_bytes(data[0:4], "big")
+    ndim = magic & 0xFF
+    if magic >> 8 != 0x08:  # unsigned byte
+        raise ValueError(f"{path}: not an unsigned-byte IDX file (magic {magic:#x})")
+    dims = [int.from_bytes(data[4 + 4 * i: 8 + 4 * i], "big") for i in range(ndim)]
+    arr = np.frombuffer(data, dtype=np.uint8, offset=4 + 4 * ndim)
+    if arr.size != int(np.prod(dims)):
+        raise ValueError(f"{path}: {arr.size} bytes of data, header says {dims}")
+    return arr.reshape(dims)
+
+
+def load_mnist(d):
+    tx = read_idx(os.path.join(d, "train-images-idx3-ubyte")).astype(np.float32) / 255.0
+    ty = read_idx(os.path.join(d, "train-labels-idx1-ubyte")).astype(np.int64)
+    ex = read_idx(os.path.join(d, "t10k-images-idx3-ubyte")).astype(np.float32) / 255.0
+    ey = read_idx(os.path.join(d, "t10k-labels-idx1-ubyte")).astype(np.int64)
+    # TF1 split: validation = first 5,000, train = the rest
+    return (tx[5000:], ty[5000:]), (tx[:5000], ty[:5000]), (ex, ey)
+
+
+def build_model(torch, seed, channels_last):
+    nn = torch.nn
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv1 = nn.Conv2d(1, 8, 3, padding=1)
+            self.conv2 = nn.Conv2d(8, 16, 3, padding=1)
+            self.fc = nn.Linear(784, 10)
+            self.channels_last = channels_last
+
+        def forward(self, x):  # x: (B,1,28,28)
+            if self.channels_last:
+                x = x.contiguous(memory_format=torch.channels_last)
+            h = torch.nn.functional.max_pool2d(self.conv1(x), 2, 2)
+            h = torch.nn.functional.max_pool2d(self.conv2(h), 2, 2)
+            h = h.permute(0, 2, 3, 1).reshape(x.shape[0], 784)  # (h,w,c) order as the TF model
+            return self.fc(h)
+
+    net = Net()
+    g = torch.Generator().manual_seed(seed)
+
+    def glorot(t, fan_in, fan_out):
+        limit = math.sqrt(6.0 / (fan_in + fan_out))
+        with torch.no_grad():
+            t.copy_(torch.rand(t.shape, generator=g) * 2 * limit - limit)
+
+    glorot(net.conv1.weight, 9 * 1, 9 * 8)
+    glorot(net.conv1.bias, 8, 8)
+    glorot(net.conv2.weight, 9 * 8, 9 * 16)
+    glorot(net.conv2.bias, 16, 16)
+    glorot(net.fc.weight, 784, 10)
+    glorot(net.fc.bias, 10, 10)
+    if channels_last:
+        net = net.to(memory_format=torch.channels_last)
+    return net
+
+
+def loaded_blas():
+    """The BLAS libraries mapped into this process (proves which libblas.so.3 torch uses)."""
+    libs = set()
+    try:
+        with open("/proc/self/maps") as f:
+            for line in f:
+                path = line.split()[-1]
+                if "blas" in os.path.basename(path):
+                    libs.add(os.path.realpath(path))
+    except OSError:
+        pass
+    return sorted(libs)
+
+
+def lr_at(step, batch):
+    return 0.01 * 0.99 ** (step / (60000.0 / batch))
+
+
+def accuracy(torch, net, x, y):
+    with torch.no_grad():
+        correct = 0
+        for i in range(0, len(x), 1000):
+            xb = torch.from_numpy(x[i:i + 1000]).view(-1, 1, 28, 28)
+            correct += int((net(xb).argmax(1).numpy() == y[i:i + 1000]).sum())
+    return correct / len(x)
+
+
+def train_loop(torch, net, train, args, counter, rank, timing):
+    """Trains until the shared counter reaches args.steps; returns (local steps, seconds)."""
+    torch.set_num_threads(args.threads)
+    x, y = train
+    xt, yt = torch.from_numpy(x), torch.from_numpy(y)
+    rng = np.random.default_rng(args.seed + 1000 * rank)
+    perm, pos = rng.permutation(len(x)), 0
+    params = list(net.parameters())
+    lossf = torch.nn.functional.cross_entropy
+
+    def next_batch():
+        nonlocal perm, pos
+        if pos + args.batch > len(perm):  # reshuffle each epoch (the tail fills from the next one)
+            perm = np.concatenate([perm[pos:], rng.permutation(len(x))])
+            pos = 0
+        idx = torch.from_numpy(perm[pos:pos + args.batch])
+        pos += args.batch
+        return xt.index_select(0, idx).view(-1, 1, 28, 28), yt.index_select(0, idx)
+
+    def claim():
+        with counter.get_lock():
+            s = counter.value
+            if s >= args.steps:
+                return None
+            counter.value = s + 1
+            return s
+
+    def step(gs):
+        xb, yb = next_batch()
+        for p in params:
+            p.grad = None
+        loss = lossf(net(xb), yb)
+        loss.backward()
+        lr = lr_at(gs, args.batch)
+        with torch.no_grad():
+            for p in params:
+                p.add_(p.grad, alpha=-lr)
+        return float(loss)
+
+    local = 0
+    if rank == 0:  # warm-up: one counted step before the clock starts
+        gs = claim()
+        if gs is not None:
+            step(gs)
+            local += 1
+    timing["barrier"].wait()
+    t0 = time.perf_counter()
+    while True:
+        gs = claim()
+        if gs is None:
+            break
+        step(gs)
+        local += 1
+    return local, time.perf_counter() - t0
+
+
+def worker_main(rank, net, train, args, counter, barrier, results):
+    import torch
+    local, secs = train_loop(torch, net, train, args, counter, rank, {"barrier": barrier})
+    results.put((rank, local, secs))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--data_dir", default=os.path.join(os.path.dirname(__file__), "..", "data", "mnist"))
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--channels_last", action="store_true")
+    ap.add_argument("--steps", type=int, default=1000)
+    ap.add_argument("--batch", type=int, default=128)
+    ap.add_argument("--hogwild", type=int, default=1, help="processes sharing the model (1: one process)")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--label", default="", help="free text copied into the JSON line")
+    args = ap.parse_args()
+
+    import torch
+    import torch.multiprocessing as mp
+    torch.set_num_threads(args.threads)
+    train, valid, test = load_mnist(args.data_dir)
+    torch.manual_seed(args.seed)
+    net = build_model(torch, args.seed, args.channels_last)
+
+    if args.hogwild <= 1:
+        import multiprocessing.dummy as dummy  # a counter with get_lock, no processes
+
+        class Counter:
+            def __init__(self):
+                self.value = 0
+                self._lock = dummy.Lock()
+
+            def get_lock(self):
+                return self._lock
+
+        class NoBarrier:
+            def wait(self):
+                pass
+
+        local, secs = train_loop(torch, net, train, args, Counter(), 0, {"barrier": NoBarrier()})
+        per_proc = [(0, local, secs)]
+    else:
+        ctx = mp.get_context("fork")
+        net.share_memory()
+        counter = ctx.Value("l", 0)
+        barrier = ctx.Barrier(args.hogwild)
+        results = ctx.Queue()
+        procs = [ctx.Process(target=worker_main, args=(r, net, train, args, counter, barrier, results))
+                 for r in range(args.hogwild)]
+        for p in procs:
+            p.start()
+        per_proc = sorted(results.get() for _ in procs)
+        for p in procs:
+            p.join()
+    steps_timed = sum(l for _, l, _ in per_proc) - 1  # the warm-up step is not timed
+    wall = max(s for _, _, s in per_proc)
+    sps = steps_timed * args.batch / wall
+    torch.set_num_threads(max(1, args.threads))
+    out = {
+        "impl": "pytorch",
+        "label": args.label,
+        "torch": torch.__version__,
+        "threads": args.threads,
+        "channels_last": args.channels_last,
+        "hogwild": args.hogwild,
+        "batch": args.batch,
+        "steps": args.steps,
+        "samples_per_sec": round(sps, 1),
+        "ms_per_step": round(1e3 * wall / steps_timed * max(1, args.hogwild), 4),
+        "wall_seconds": round(wall, 4),
+        "steps_per_process": [l for _, l, _ in per_proc],
+        "validation_accuracy": accuracy(torch, net, *valid),
+        "test_accuracy": accuracy(torch, net, *test),
+        "blas_loaded": loaded_blas(),
+        "openblas_num_threads": os.environ.get("OPENBLAS_NUM_THREADS", ""),
+    }
+    print(json.dumps(out))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
