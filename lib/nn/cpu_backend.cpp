@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "nn/backend_args.h"
 #include "nn/conv3x3.h"
 #include "nn/dense.h"
 #include "nn/maxpool.h"
@@ -53,17 +54,7 @@ class CpuBackend final : public Backend {
 
   float loss_and_grad(std::span<const float> params, std::span<const float> x,
                       std::span<const std::uint8_t> labels, std::span<float> grad) override {
-    const int B = check_batch("loss_and_grad", params, x);
-    if (B == 0) throw std::invalid_argument("loss_and_grad: empty batch");
-    if (labels.size() != static_cast<std::size_t>(B))
-      throw std::invalid_argument("loss_and_grad: labels has " + std::to_string(labels.size()) +
-                                  " values for a batch of " + std::to_string(B));
-    if (grad.size() != kMnistCnnParams)
-      throw std::invalid_argument("loss_and_grad: grad has " + std::to_string(grad.size()) +
-                                  " floats, expected " + std::to_string(kMnistCnnParams));
-    for (std::uint8_t l : labels)
-      if (l >= kClasses)
-        throw std::invalid_argument("loss_and_grad: label " + std::to_string(l) + " not in 0..9");
+    const int B = check_step_args("loss_and_grad", max_batch_, params, x, labels, grad);
 
     const float* P = params.data();
     float* G = grad.data();
@@ -88,7 +79,7 @@ class CpuBackend final : public Backend {
 
   void forward(std::span<const float> params, std::span<const float> x,
                std::span<float> logits) override {
-    const int B = check_batch("forward", params, x);
+    const int B = check_forward_args("forward", max_batch_, params, x);
     if (logits.size() != static_cast<std::size_t>(B) * kClasses)
       throw std::invalid_argument("forward: logits has " + std::to_string(logits.size()) +
                                   " floats, expected " + std::to_string(B * kClasses));
@@ -96,20 +87,6 @@ class CpuBackend final : public Backend {
   }
 
  private:
-  int check_batch(const char* fn, std::span<const float> params, std::span<const float> x) const {
-    if (params.size() != kMnistCnnParams)
-      throw std::invalid_argument(std::string(fn) + ": params has " +
-                                  std::to_string(params.size()) + " floats, expected " +
-                                  std::to_string(kMnistCnnParams));
-    if (x.size() % kImagePixels != 0)
-      throw std::invalid_argument(std::string(fn) + ": x has " + std::to_string(x.size()) +
-                                  " floats, not a multiple of 784");
-    const std::size_t B = x.size() / kImagePixels;
-    if (B > static_cast<std::size_t>(max_batch_))
-      throw std::invalid_argument(std::string(fn) + ": batch " + std::to_string(B) +
-                                  " exceeds max_batch " + std::to_string(max_batch_));
-    return static_cast<int>(B);
-  }
 
   // Fills p1_, idx1_, p2_, idx2_ for the batch and writes logits (B,10).
   void run_forward(const float* P, const float* x, int B, float* logits) {

@@ -34,6 +34,7 @@
 #include <string>
 #include <vector>
 
+#include "nn/backend_args.h"
 #include "nn/gpu/cuda_check.h"
 #include "nn/gpu/gpu_backend.h"
 #include "nn/gpu/kernels.h"
@@ -214,17 +215,7 @@ class GpuBackend final : public Backend {
 
   float loss_and_grad(std::span<const float> params, std::span<const float> x,
                       std::span<const std::uint8_t> labels, std::span<float> grad) override {
-    const int B = check_batch("loss_and_grad", params, x);
-    if (B == 0) throw std::invalid_argument("loss_and_grad: empty batch");
-    if (labels.size() != static_cast<std::size_t>(B))
-      throw std::invalid_argument("loss_and_grad: labels has " + std::to_string(labels.size()) +
-                                  " values for a batch of " + std::to_string(B));
-    if (grad.size() != kMnistCnnParams)
-      throw std::invalid_argument("loss_and_grad: grad has " + std::to_string(grad.size()) +
-                                  " floats, expected " + std::to_string(kMnistCnnParams));
-    for (std::uint8_t l : labels)
-      if (l >= kClasses)
-        throw std::invalid_argument("loss_and_grad: label " + std::to_string(l) + " not in 0..9");
+    const int B = check_step_args("loss_and_grad", max_batch_, params, x, labels, grad);
 
     const StepAlgos& a = prepare(B);
     upload(params, x, labels);
@@ -241,7 +232,7 @@ class GpuBackend final : public Backend {
   }
 
   void forward(std::span<const float> params, std::span<const float> x, std::span<float> logits) override {
-    const int B = check_batch("forward", params, x);
+    const int B = check_forward_args("forward", max_batch_, params, x);
     if (logits.size() != static_cast<std::size_t>(B) * kClasses)
       throw std::invalid_argument("forward: logits has " + std::to_string(logits.size()) +
                                   " floats, expected " + std::to_string(B * kClasses));
@@ -256,19 +247,6 @@ class GpuBackend final : public Backend {
   }
 
  private:
-  int check_batch(const char* fn, std::span<const float> params, std::span<const float> x) const {
-    if (params.size() != kMnistCnnParams)
-      throw std::invalid_argument(std::string(fn) + ": params has " + std::to_string(params.size()) +
-                                  " floats, expected " + std::to_string(kMnistCnnParams));
-    if (x.size() % kImagePixels != 0)
-      throw std::invalid_argument(std::string(fn) + ": x has " + std::to_string(x.size()) +
-                                  " floats, not a multiple of 784");
-    const std::size_t B = x.size() / kImagePixels;
-    if (B > static_cast<std::size_t>(max_batch_))
-      throw std::invalid_argument(std::string(fn) + ": batch " + std::to_string(B) + " exceeds max_batch " +
-                                  std::to_string(max_batch_));
-    return static_cast<int>(B);
-  }
 
   // Makes device_ current, sets the tensor descriptors to batch B, returns B's algorithms.
   const StepAlgos& prepare(int B) {
