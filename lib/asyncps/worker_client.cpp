@@ -55,6 +55,7 @@ struct WorkerClient::Impl {
   Ticket next_ticket = 1;
   std::vector<std::vector<float>> staging;  // scale*grad copies: a pool, reused
   std::vector<int> free_staging;
+  std::vector<float> push_buffer;           // blocking push's scale*grad
 
   explicit Impl(Session& s) : session(s) {}
 
@@ -241,7 +242,21 @@ void WorkerClient::pull(std::span<float> params) {
 }
 
 void WorkerClient::push(std::span<const float> grad, float scale) {
-  wait(push_async(grad, scale));
+  Impl& m = *impl_;
+  m.check_size(grad.size(), "WorkerClient::push");
+  if (m.drained) throw Error("WorkerClient::push after drain(): this worker said it was done updating");
+  const auto t0 = Clock::now();
+  // Blocking: plain MPI_Accumulate from one reused staging buffer, then one flush per server
+  // (no request objects: the cheapest form on the hot path).
+  m.push_buffer.resize(m.arena());  // its own buffer: pool buffers may belong to pending tickets
+  float* scaled = m.push_buffer.data();
+  for (std::size_t i = 0; i < grad.size(); ++i) scaled[i] = scale * grad[i];  // scaled = scale * grad
+  m.for_each_piece([&](int target, MPI_Aint disp, std::size_t off, int n) {
+    ASYNCPS_MPI_CHECK(MPI_Accumulate(scaled + off, n, MPI_FLOAT, target, disp, n, MPI_FLOAT, MPI_SUM, m.win.params.get()));
+  });
+  m.flush(m.win.params);
+  ++m.stats.pushes;
+  m.stats.push_seconds += seconds_since(t0);
 }
 
 Ticket WorkerClient::push_async(std::span<const float> grad, float scale) {
