@@ -224,6 +224,7 @@ int main(int argc, char** argv) {
       else if (a == "--csv") csv = argv[i + 1];
       else if (a == "--json") json = argv[i + 1];
       else if (a == "--ps") options.num_servers = std::stoi(argv[i + 1]);
+      else if (a == "--chunk_bytes") options.chunk_bytes = std::stoull(argv[i + 1]);
       else throw asyncps::ConfigError("bench_push_pull: unknown option " + a);
     }
     if (options.num_servers != 1) throw asyncps::ConfigError("bench_push_pull: the raw-MPI part needs --ps 1");

@@ -55,7 +55,7 @@ struct WorkerClient::Impl {
   Ticket next_ticket = 1;
   std::vector<std::vector<float>> staging;  // scale*grad copies: a pool, reused
   std::vector<int> free_staging;
-  std::vector<float> push_buffer;           // blocking push's scale*grad
+  std::vector<float> push_buffer;           // blocking push's scale*grad, one piece at a time
 
   explicit Impl(Session& s) : session(s) {}
 
@@ -246,13 +246,17 @@ void WorkerClient::push(std::span<const float> grad, float scale) {
   m.check_size(grad.size(), "WorkerClient::push");
   if (m.drained) throw Error("WorkerClient::push after drain(): this worker said it was done updating");
   const auto t0 = Clock::now();
-  // Blocking: plain MPI_Accumulate from one reused staging buffer, then one flush per server
-  // (no request objects: the cheapest form on the hot path).
-  m.push_buffer.resize(m.arena());  // its own buffer: pool buffers may belong to pending tickets
+  // Blocking: plain MPI_Accumulate (no request objects on the hot path). Each piece (at most
+  // chunk_bytes) is scaled into a small staging buffer that stays in cache, accumulated, and
+  // completed locally before the buffer is reused: one pass over the gradient, not two.
+  const std::size_t piece = std::min(m.chunk_floats, m.arena());
+  m.push_buffer.resize(piece);
   float* scaled = m.push_buffer.data();
-  for (std::size_t i = 0; i < grad.size(); ++i) scaled[i] = scale * grad[i];  // scaled = scale * grad
+  const MPI_Win w = m.win.params.get();
   m.for_each_piece([&](int target, MPI_Aint disp, std::size_t off, int n) {
-    ASYNCPS_MPI_CHECK(MPI_Accumulate(scaled + off, n, MPI_FLOAT, target, disp, n, MPI_FLOAT, MPI_SUM, m.win.params.get()));
+    for (int i = 0; i < n; ++i) scaled[i] = scale * grad[off + static_cast<std::size_t>(i)];  // scale * grad
+    ASYNCPS_MPI_CHECK(MPI_Accumulate(scaled, n, MPI_FLOAT, target, disp, n, MPI_FLOAT, MPI_SUM, w));
+    ASYNCPS_MPI_CHECK(MPI_Win_flush_local(target, w));  // the buffer may be reused now
   });
   m.flush(m.win.params);
   ++m.stats.pushes;
