@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <regex>
 #include <sstream>
@@ -175,7 +176,7 @@ void write_file_atomically(const fs::path& path, const std::string& bytes) {
 }
 
 std::uint64_t write_shard(const fs::path& dir, const ShardHeader& h, const ParamLayout& layout,
-                          std::span<const float> params, std::span<const float> shadow) {
+                          std::span<const float> params, std::span<const float> shadow, bool final_save) {
   Writer w;
   w.bytes(kShardMagic, 8);
   w.put<std::uint32_t>(kFormatVersion);
@@ -193,7 +194,9 @@ std::uint64_t write_shard(const fs::path& dir, const ShardHeader& h, const Param
   std::string bytes = w.finish();
   std::uint64_t sum;
   std::memcpy(&sum, bytes.data() + bytes.size() - 8, 8);
-  write_file_atomically(shard_path(dir, h.step, static_cast<int>(h.server), static_cast<int>(h.num_servers)), bytes);
+  const int server = static_cast<int>(h.server), servers = static_cast<int>(h.num_servers);
+  write_file_atomically(final_save ? final_shard_path(dir, h.step, server, servers) : shard_path(dir, h.step, server, servers),
+                        bytes);
   return sum;
 }
 
@@ -279,29 +282,37 @@ Index parse_index(const std::string& data, const fs::path& file) {
   return x;
 }
 
-void prune_checkpoints(const fs::path& dir, int keep, int server, int num_servers) {
-  std::vector<std::pair<std::int64_t, fs::path>> indexes, shards;
-  const std::string my_suffix = ".shard-" + std::to_string(server) + "-of-" + std::to_string(num_servers);
+fs::path final_shard_path(const fs::path& dir, std::int64_t step, int server, int num_servers) {
+  return shard_path(dir, step, server, num_servers).string() + ".final";
+}
+
+void prune_checkpoints(const fs::path& dir, int keep, int server, int num_servers, std::vector<std::int64_t>& indexed,
+                       std::vector<std::int64_t>& sharded) {
   std::error_code ec;
+  auto newest_first = [](std::vector<std::int64_t>& v) {
+    std::sort(v.begin(), v.end(), std::greater<>());
+    v.erase(std::unique(v.begin(), v.end()), v.end());
+  };
+  newest_first(indexed);
+  newest_first(sharded);
+  if (server == 0)
+    while (indexed.size() > static_cast<std::size_t>(keep)) {
+      fs::remove(index_path(dir, indexed.back()), ec);
+      indexed.pop_back();
+    }
+  while (sharded.size() > static_cast<std::size_t>(keep) + 1) {
+    fs::remove(shard_path(dir, sharded.back(), server, num_servers), ec);
+    fs::remove(final_shard_path(dir, sharded.back(), server, num_servers), ec);
+    sharded.pop_back();
+  }
+  // temporary files this server left (a kill in the middle of a write)
+  const std::string mine = ".shard-" + std::to_string(server) + "-of-" + std::to_string(num_servers);
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
     const std::string name = entry.path().filename().string();
-    const std::int64_t step = step_of(name);
-    if (step < 0) continue;
-    if (name.ends_with(".tmp")) {
-      if (name.find(my_suffix) != std::string::npos || (server == 0 && name.find(".index") != std::string::npos))
-        fs::remove(entry.path(), ec);  // left by a kill in the middle of a write
-    } else if (server == 0 && name.ends_with(".index")) {
-      indexes.emplace_back(step, entry.path());
-    } else if (name.ends_with(my_suffix)) {
-      shards.emplace_back(step, entry.path());
-    }
+    if (step_of(name) < 0 || !name.ends_with(".tmp")) continue;
+    if (name.find(mine) != std::string::npos || (server == 0 && name.find(".index") != std::string::npos))
+      fs::remove(entry.path(), ec);
   }
-  auto drop_oldest = [&](std::vector<std::pair<std::int64_t, fs::path>>& v, std::size_t keep_n) {
-    std::sort(v.begin(), v.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
-    for (std::size_t i = keep_n; i < v.size(); ++i) fs::remove(v[i].second, ec);
-  };
-  drop_oldest(indexes, static_cast<std::size_t>(keep));
-  drop_oldest(shards, static_cast<std::size_t>(keep) + 1);
 }
 
 }  // namespace asyncps::detail

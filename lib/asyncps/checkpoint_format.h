@@ -48,8 +48,9 @@ std::uint64_t checksum64(const void* data, std::size_t bytes);
 void write_file_atomically(const fs::path& path, const std::string& bytes);
 
 // Writes a shard file; returns its checksum (recorded in the index).
+// `final_save`: under final_shard_path's name.
 std::uint64_t write_shard(const fs::path& dir, const ShardHeader& h, const ParamLayout& layout,
-                          std::span<const float> params, std::span<const float> shadow);
+                          std::span<const float> params, std::span<const float> shadow, bool final_save = false);
 // Reads and verifies one shard file against `layout`. Throws CheckpointError naming the file.
 ShardFile read_shard(const fs::path& file, const ParamLayout& layout);
 
@@ -58,10 +59,16 @@ Index read_index(const fs::path& file);  // verifies its own checksum; throws Ch
 Index parse_index(const std::string& bytes, const fs::path& file);  // the same, from the file's bytes
 std::string read_file_bytes(const fs::path& file);                    // throws CheckpointError
 
-// Server 0 removes all but the newest `keep` indexes; every server keeps its newest keep + 1
-// shard files (one more than the indexes: a shard may wait for the others' before its index
-// exists; on hosts without a shared file system a server cannot see the indexes) and removes
-// the rest, and any temporary file it left behind.
-void prune_checkpoints(const fs::path& dir, int keep, int server, int num_servers);
+// Removes this session's own checkpoint files beyond the newest `keep`: server 0 the index files
+// of the steps in `indexed`, every server its shard files (plain and final) of the steps in
+// `sharded` beyond the newest keep + 1 (one more: a shard may wait for the others' before its
+// index exists). Both lists are this session's writes and lose what is removed. Files of other
+// runs in the directory are never touched. Also removes temporary files this server left.
+void prune_checkpoints(const fs::path& dir, int keep, int server, int num_servers, std::vector<std::int64_t>& indexed,
+                       std::vector<std::int64_t>& sharded);
+
+// The final save's shard names (written beside a periodic save of the same step, so its index
+// can be replaced atomically: the old index keeps pointing at the old shards until the rename).
+fs::path final_shard_path(const fs::path& dir, std::int64_t step, int server, int num_servers);
 
 }  // namespace asyncps::detail

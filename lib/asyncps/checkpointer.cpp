@@ -172,7 +172,8 @@ RestoredShard restore_checkpoint(const Session& session) {
 
 ServerCheckpointer::ServerCheckpointer(const Session& session, SessionWindows& windows, std::int64_t restored_step)
     : session_(session), win_(windows), enabled_(!session.options().checkpoint.dir.empty()),
-      last_save_(std::chrono::steady_clock::now()), last_answered_(restored_step), last_indexed_(restored_step) {
+      last_save_(std::chrono::steady_clock::now()), last_answered_(restored_step), last_indexed_(restored_step),
+      restored_(restored_step) {
   if (enabled_) {
     std::error_code ec;
     fs::create_directories(session.options().checkpoint.dir, ec);
@@ -182,7 +183,7 @@ ServerCheckpointer::ServerCheckpointer(const Session& session, SessionWindows& w
   }
 }
 
-std::uint64_t ServerCheckpointer::write_my_shard(std::int64_t step, bool with_shadow) {
+std::uint64_t ServerCheckpointer::write_my_shard(std::int64_t step, bool with_shadow, bool final_save) {
   const Roles& roles = session_.roles();
   const Shard& sh = session_.plan().shard(roles.rank);
   ASYNCPS_MPI_CHECK(MPI_Win_sync(win_.params.get()));
@@ -198,7 +199,8 @@ std::uint64_t ServerCheckpointer::write_my_shard(std::int64_t step, bool with_sh
   const std::span<const float> params(win_.params.data<float>(), sh.size);
   const std::span<const float> shadow =
       with_shadow ? std::span<const float>(win_.shadow.data<float>(), sh.size) : std::span<const float>();
-  return write_shard(session_.options().checkpoint.dir, h, session_.layout(), params, shadow);
+  sharded_.push_back(step);
+  return write_shard(session_.options().checkpoint.dir, h, session_.layout(), params, shadow, final_save);
 }
 
 void ServerCheckpointer::request_save(std::int64_t step) {
@@ -233,8 +235,9 @@ void ServerCheckpointer::try_commit() {
                  MPI_UINT64_T);
   }
   last_indexed_ = pending_;
+  indexed_.push_back(pending_);
   pending_ = -1;
-  prune_checkpoints(co.dir, co.keep, 0, s);
+  prune_checkpoints(co.dir, co.keep, 0, s, indexed_, sharded_);
 }
 
 void ServerCheckpointer::answer_request() {
@@ -249,7 +252,28 @@ void ServerCheckpointer::answer_request() {
   add_remote(win_, ctrl::kSaveAcks, 1);
   last_answered_ = v[0];
   const auto& co = session_.options().checkpoint;
-  prune_checkpoints(co.dir, co.keep, roles.rank, roles.num_servers);
+  prune_checkpoints(co.dir, co.keep, roles.rank, roles.num_servers, indexed_, sharded_);
+}
+
+void ServerCheckpointer::after_final(std::int64_t final_step, bool index_written) {
+  const auto& co = session_.options().checkpoint;
+  const Roles& roles = session_.roles();
+  std::error_code ec;
+  // Saves labelled past the final step hold no more than it (a claim given back): drop them.
+  for (auto* steps : {&indexed_, &sharded_})
+    for (std::int64_t st : *steps)
+      if (st > final_step) {
+        if (steps == &indexed_) fs::remove(index_path(co.dir, st), ec);
+        else fs::remove(shard_path(co.dir, st, roles.rank, roles.num_servers), ec);
+      }
+  std::erase_if(indexed_, [&](std::int64_t st) { return st > final_step; });
+  std::erase_if(sharded_, [&](std::int64_t st) { return st > final_step; });
+  if (index_written) {
+    // the final index names the .final shards: a periodic shard of the same step is unreferenced
+    fs::remove(shard_path(co.dir, final_step, roles.rank, roles.num_servers), ec);
+    if (roles.rank == 0) indexed_.push_back(final_step);
+  }
+  prune_checkpoints(co.dir, co.keep, roles.rank, roles.num_servers, indexed_, sharded_);
 }
 
 void ServerCheckpointer::tick() {
@@ -281,18 +305,16 @@ FinalState finish_job(const Session& session, SessionWindows& windows, ServerChe
     state[0] = load_local(windows, ctrl::kGlobalStep);
     state[1] = load_local(windows, ctrl::kHalt) != 0;
     state[2] = load_local(windows, ctrl::kShadowValid) != 0;
-    state[3] = !co.dir.empty() && ckpt && state[0] != ckpt->last_indexed_step();
+    // a final save whenever this run took a step (a periodic save of the same step may have
+    // missed updates that were still in flight when it was taken)
+    state[3] = !co.dir.empty() && ckpt && state[0] != ckpt->restored_step();
   }
   ASYNCPS_MPI_CHECK(MPI_Bcast(state, 4, MPI_INT64_T, 0, session.comm()));
   FinalState out{state[0], state[1] != 0, {}};
-  if (!state[3]) {  // nothing new since the last periodic checkpoint: it is the final one
-    if (roles.rank == 0 && ckpt && !co.dir.empty() && ckpt->last_indexed_step() == state[0] && state[0] > 0)
-      out.saved = index_path(co.dir, state[0]).string();
-    return out;
-  }
+  if (!state[3]) return out;
   // every server writes its shard of the final step; rank 0 gathers the checksums
   unsigned long long sum = 0;
-  if (roles.is_server() && ckpt) sum = ckpt->write_my_shard(state[0], state[2] != 0);
+  if (roles.is_server() && ckpt) sum = ckpt->write_my_shard(state[0], state[2] != 0, /*final_save=*/true);
   std::vector<unsigned long long> sums(static_cast<std::size_t>(roles.size));
   ASYNCPS_MPI_CHECK(MPI_Gather(&sum, 1, MPI_UNSIGNED_LONG_LONG, sums.data(), 1, MPI_UNSIGNED_LONG_LONG, 0, session.comm()));
   if (roles.rank == 0) {
@@ -304,12 +326,14 @@ FinalState finish_job(const Session& session, SessionWindows& windows, ServerChe
     for (int k = 0; k < roles.num_servers; ++k) {
       const Shard& sh = session.plan().shard(k);
       idx.shards.push_back({sh.offset, sh.size, sums[static_cast<std::size_t>(k)],
-                            shard_path({}, state[0], k, roles.num_servers).filename().string()});
+                            final_shard_path({}, state[0], k, roles.num_servers).filename().string()});
     }
-    write_index(co.dir, idx);
+    write_index(co.dir, idx);  // atomically replaces a periodic index of the same step
     out.saved = index_path(co.dir, state[0]).string();
   }
-  if (roles.is_server()) prune_checkpoints(co.dir, co.keep, roles.rank, roles.num_servers);
+  int written = 1;  // orders every server's pruning behind the index
+  ASYNCPS_MPI_CHECK(MPI_Bcast(&written, 1, MPI_INT, 0, session.comm()));
+  if (roles.is_server() && ckpt) ckpt->after_final(state[0], true);
   return out;
 }
 

@@ -14,8 +14,11 @@
 // workers keep pushing, exactly what a worker's pull could have returned.
 //
 // End (collective, after the shutdown barrier, in serve() and finish()): rank 0 broadcasts the
-// final step and flags, servers write their shards unless that step is already saved, checksums
-// are gathered on rank 0, which writes the index.
+// final step and flags; unless the job took no step, servers write their shards of it under the
+// final names (a periodic save of the same step may have missed updates still in flight),
+// checksums are gathered on rank 0, which writes the index (atomically replacing a periodic one
+// of the same step) and removes this run's indexes past the final step; after a broadcast that
+// orders it behind the index, each server prunes its own files.
 #pragma once
 #include <chrono>
 #include <cstdint>
@@ -42,8 +45,13 @@ class ServerCheckpointer {
   ServerCheckpointer(const Session& session, SessionWindows& windows, std::int64_t restored_step);
   void tick();  // from serve()'s poll loop
   std::int64_t last_indexed_step() const noexcept { return last_indexed_; }
-  // Writes this server's shard of `step` from window memory; returns its checksum.
-  std::uint64_t write_my_shard(std::int64_t step, bool with_shadow);
+  std::int64_t restored_step() const noexcept { return restored_; }
+  // Writes this server's shard of `step` from window memory (the final save under its own
+  // names); returns its checksum.
+  std::uint64_t write_my_shard(std::int64_t step, bool with_shadow, bool final_save = false);
+  // The end of the job (finish_job): forget this session's saves past the final step (snapshots
+  // taken while a claimed step was given back) and prune.
+  void after_final(std::int64_t final_step, bool index_written);
 
  private:
   void request_save(std::int64_t step);
@@ -57,6 +65,8 @@ class ServerCheckpointer {
   std::int64_t pending_ = -1;       // server 0: the step being saved, waiting for acks
   std::int64_t last_answered_ = 0;  // other servers: the last request they wrote a shard for
   std::int64_t last_indexed_ = -1;
+  std::int64_t restored_ = 0;
+  std::vector<std::int64_t> indexed_, sharded_;  // steps this session wrote (pruning touches only these)
   std::uint64_t my_sum_ = 0;
   int polls_since_check_ = 0;
 };

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "asyncps/error.h"
+#include "asyncps/mpi_environment.h"
 #include "check.h"
 #include "checkpointer.h"
 #include "control_block.h"
@@ -123,13 +124,15 @@ struct WorkerClient::Impl {
 
   // The global step has reached the limit or a worker asked for a halt (one atomic read of
   // the two adjacent slots).
+  // In sync mode a worker that has left (drained) can never arrive again: the rounds are over.
   bool job_complete() {
-    std::int64_t v[2] = {0, 0};
-    ASYNCPS_MPI_CHECK(MPI_Get_accumulate(nullptr, 0, MPI_INT64_T, v, 2, MPI_INT64_T, detail::ctrl::kControlRank,
-                                         detail::ctrl::kGlobalStep, 2, MPI_INT64_T, MPI_NO_OP, win.control.get()));
+    static_assert(detail::ctrl::kHalt == detail::ctrl::kGlobalStep + 1 && detail::ctrl::kDone == detail::ctrl::kGlobalStep + 2);
+    std::int64_t v[3] = {0, 0, 0};  // step, halt, done
+    ASYNCPS_MPI_CHECK(MPI_Get_accumulate(nullptr, 0, MPI_INT64_T, v, 3, MPI_INT64_T, detail::ctrl::kControlRank,
+                                         detail::ctrl::kGlobalStep, 3, MPI_INT64_T, MPI_NO_OP, win.control.get()));
     ASYNCPS_MPI_CHECK(MPI_Win_flush(detail::ctrl::kControlRank, win.control.get()));
     last_seen_step = v[0];
-    return v[0] >= limit || v[1] != 0;
+    return v[0] >= limit || v[1] != 0 || (options().mode == Mode::Sync && v[2] != 0);
   }
   std::int64_t last_seen_step = 0;
 
@@ -219,8 +222,9 @@ WorkerClient::~WorkerClient() {
   }
   try {
     finish();
-  } catch (const std::exception&) {
-    (void)impl_.release();  // destructors never throw; leave the windows rather than hang
+  } catch (const std::exception& e) {
+    // destructors never throw, and the other ranks wait for this one in collectives: abort all
+    abort_job((std::string("WorkerClient::finish failed: ") + e.what()).c_str());
   }
 }
 

@@ -125,7 +125,8 @@ TEST_CASE("a checkpoint of another layout is refused", "[checkpoint]") {
   CHECK_THROWS_WITH(read_checkpoint(detail::index_path(tmp.path, 5), other), Catch::Contains("another model"));
 }
 
-TEST_CASE("checkpoints are listed newest first and pruning keeps the newest", "[checkpoint]") {
+TEST_CASE("checkpoints are listed newest first; pruning keeps this run's newest and never touches another run's",
+          "[checkpoint]") {
   TempDir tmp;
   const auto layout = small_layout();
   const auto p = random_floats(22, 7);
@@ -135,14 +136,19 @@ TEST_CASE("checkpoints are listed newest first and pruning keeps the newest", "[
   CHECK(list.front().filename() == "ckpt-4000.index");
   CHECK(list.back().filename() == "ckpt-10.index");
   std::ofstream(tmp.path / "ckpt-99.shard-0-of-1.tmp") << "partial";
-  detail::prune_checkpoints(tmp.path, 2, 0, 1);
+  // this run wrote 10, 30, 50 and 200 (4000 is another run's: newer by step, but not ours)
+  std::vector<std::int64_t> indexed{10, 30, 50, 200}, sharded{10, 30, 50, 200};
+  detail::prune_checkpoints(tmp.path, 2, 0, 1, indexed, sharded);
   list = list_checkpoints(tmp.path);
-  REQUIRE(list.size() == 2);
-  CHECK(list[0].filename() == "ckpt-4000.index");
+  REQUIRE(list.size() == 3);
+  CHECK(list[0].filename() == "ckpt-4000.index");  // another run's checkpoint is kept
   CHECK(list[1].filename() == "ckpt-200.index");
+  CHECK(list[2].filename() == "ckpt-50.index");
+  CHECK(indexed == std::vector<std::int64_t>{200, 50});
   CHECK_FALSE(fs::exists(tmp.path / "ckpt-99.shard-0-of-1.tmp"));
-  CHECK(fs::exists(detail::shard_path(tmp.path, 50, 0, 1)));  // keep + 1 shards stay
-  CHECK_FALSE(fs::exists(detail::shard_path(tmp.path, 30, 0, 1)));
+  CHECK(fs::exists(detail::shard_path(tmp.path, 30, 0, 1)));  // keep + 1 shards stay
+  CHECK_FALSE(fs::exists(detail::shard_path(tmp.path, 10, 0, 1)));
+  CHECK(fs::exists(detail::shard_path(tmp.path, 4000, 0, 1)));
 }
 
 TEST_CASE("exported .npy files have NumPy's header and the tensors' shapes", "[checkpoint][export]") {
