@@ -3,9 +3,7 @@
 
 #include <algorithm>
 #include <cstring>
-#include <chrono>
 #include <string>
-#include <thread>
 
 #include "asyncps/error.h"
 #include "check.h"
@@ -34,12 +32,11 @@ struct ParameterServer::Impl {
   // One round of progress: enter the one-sided engine of both windows. Under pt2pt (between
   // hosts) this is what lets the workers' accumulates and gets complete; a flush of our own
   // epoch with nothing outstanding is a few hundred nanoseconds on shared memory.
-  static void pump(void* self) {
-    auto* impl = static_cast<Impl*>(self);
-    ASYNCPS_MPI_CHECK(MPI_Win_flush_all(impl->win.params.get()));
-    ASYNCPS_MPI_CHECK(MPI_Win_flush_all(impl->win.control.get()));
-    if (impl->win.accum.get() != MPI_WIN_NULL) ASYNCPS_MPI_CHECK(MPI_Win_flush_all(impl->win.accum.get()));
-    ++impl->polls;
+  void pump() {
+    ASYNCPS_MPI_CHECK(MPI_Win_flush_all(win.params.get()));
+    ASYNCPS_MPI_CHECK(MPI_Win_flush_all(win.control.get()));
+    if (win.accum.get() != MPI_WIN_NULL) ASYNCPS_MPI_CHECK(MPI_Win_flush_all(win.accum.get()));
+    ++polls;
   }
 };
 
@@ -98,16 +95,11 @@ void ParameterServer::serve(const std::function<void()>& tick) {
   // completes once every worker has finished. (A blocking MPI_Barrier would never match it.)
   MPI_Request done = MPI_REQUEST_NULL;
   ASYNCPS_MPI_CHECK(MPI_Ibarrier(impl_->session.comm(), &done));
-  const int poll_us = impl_->session.server_poll_us();
-  for (;;) {
-    int finished = 0;
-    ASYNCPS_MPI_CHECK(MPI_Test(&done, &finished, MPI_STATUS_IGNORE));
-    if (finished) break;
-    Impl::pump(impl_.get());
+  detail::wait_sleeping(done, impl_->session.server_poll_us(), [&] {
+    impl_->pump();
     impl_->ckpt->tick();
     if (tick) tick();
-    std::this_thread::sleep_for(std::chrono::microseconds(poll_us));
-  }
+  });
   ASYNCPS_MPI_CHECK(MPI_Win_sync(impl_->win.params.get()));
   impl_->final_state = detail::finish_job(impl_->session, impl_->win, impl_->ckpt.get());
   impl_->job_staleness = detail::allreduce_staleness(impl_->session.comm(), StalenessHistogram{});

@@ -32,12 +32,12 @@ StalenessHistogram allreduce_staleness(MPI_Comm comm, const StalenessHistogram& 
   return StalenessHistogram::from_vector(sum);
 }
 
-void wait_sleeping(MPI_Request& request, int poll_us, void (*pump)(void*), void* arg) {
+void wait_sleeping(MPI_Request& request, int poll_us, const std::function<void()>& each_round) {
   for (;;) {
     int done = 0;
     ASYNCPS_MPI_CHECK(MPI_Test(&request, &done, MPI_STATUS_IGNORE));
     if (done) return;
-    if (pump) pump(arg);
+    if (each_round) each_round();
     std::this_thread::sleep_for(std::chrono::microseconds(poll_us));
   }
 }

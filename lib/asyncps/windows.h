@@ -8,6 +8,7 @@
 #include <mpi.h>
 
 #include <exception>
+#include <functional>
 
 #include "asyncps/session.h"
 #include "asyncps/staleness.h"
@@ -32,7 +33,8 @@ StalenessHistogram allreduce_staleness(MPI_Comm comm, const StalenessHistogram& 
 inline bool unwinding() noexcept { return std::uncaught_exceptions() > 0; }
 
 // Completes `request`, entering MPI every `poll_us` and sleeping in between (never spinning).
-// `pump`, if given, runs each round (the server flushes its windows there to drive progress).
-void wait_sleeping(MPI_Request& request, int poll_us, void (*pump)(void*) = nullptr, void* arg = nullptr);
+// `each_round`, if given, runs after every unsuccessful test (the server drives progress and
+// checkpoints there).
+void wait_sleeping(MPI_Request& request, int poll_us, const std::function<void()>& each_round = {});
 
 }  // namespace asyncps::detail

@@ -15,29 +15,15 @@
 
 #include "nn/gpu/gpu_backend.h"
 #include "nn/mnist_cnn.h"
+#include "model_inputs.h"
 #include "reference.h"
 
 namespace nn = asyncps::nn;
 
 namespace {
 
-struct Batch {
-  std::vector<float> x;
-  std::vector<std::uint8_t> y;
-};
-
-Batch random_batch(int B, std::uint32_t seed) {
-  Batch b{ref::random_floats(static_cast<std::size_t>(B) * nn::kImagePixels, seed, 0.0f, 1.0f), {}};
-  std::mt19937 rng(seed + 1);
-  for (int i = 0; i < B; ++i) b.y.push_back(static_cast<std::uint8_t>(rng() % nn::kClasses));
-  return b;
-}
-
-std::vector<float> random_params(std::uint64_t seed) {
-  std::vector<float> p(nn::kMnistCnnParams);
-  nn::glorot_uniform_init(p, seed);  // every tensor, biases included, uniform random
-  return p;
-}
+using nn_test::Batch;
+using nn_test::random_batch;
 
 // max |a - b| / max |b| over [off, off + n): the error relative to the tensor's scale. (A per-element
 // relative error would be dominated by gradient entries that cancel to ~0 in both backends.)
@@ -73,7 +59,7 @@ TEST_CASE("gpu backend logits, loss and every gradient equal the cpu backend's",
     for (const std::uint32_t seed : {11u, 12u}) {
       CAPTURE(B, seed);
       const auto batch = random_batch(B, 1000 * seed + B);
-      const auto p = random_params(seed);
+      const auto p = nn_test::glorot_params(seed);
       std::vector<float> lg(static_cast<std::size_t>(B) * nn::kClasses), lc(lg.size());
       gpu->forward(p, batch.x, lg);
       cpu->forward(p, batch.x, lc);
@@ -98,7 +84,7 @@ TEST_CASE("gpu backend logits, loss and every gradient equal the cpu backend's",
 
 TEST_CASE("gpu backend steps are deterministic and independent of earlier calls", "[gpu]") {
   auto gpu = nn::make_gpu_backend(32, 0);
-  const auto p = random_params(21);
+  const auto p = nn_test::glorot_params(21);
   const auto a = random_batch(32, 22), b = random_batch(5, 23);
   std::vector<float> g1(nn::kMnistCnnParams), g2(nn::kMnistCnnParams), g3(nn::kMnistCnnParams);
   const float l1 = gpu->loss_and_grad(p, a.x, a.y, g1);
@@ -110,7 +96,7 @@ TEST_CASE("gpu backend steps are deterministic and independent of earlier calls"
 
 TEST_CASE("gpu backend rejects wrong span sizes and oversized batches", "[gpu]") {
   auto be = nn::make_gpu_backend(4, 0);
-  const auto p = random_params(1);
+  const auto p = nn_test::glorot_params(1);
   const auto batch = random_batch(4, 2);
   std::vector<float> grad(nn::kMnistCnnParams), logits(4 * nn::kClasses);
   CHECK_THROWS_AS(be->loss_and_grad(std::span(p).first(10), batch.x, batch.y, grad), std::invalid_argument);
@@ -132,7 +118,7 @@ TEST_CASE("gpu backend rejects wrong span sizes and oversized batches", "[gpu]")
 TEST_CASE("200 SGD steps on the GPU on 64 fixed random images make the loss fall a lot", "[gpu][train]") {
   const int B = 64;
   const auto batch = random_batch(B, 81);
-  auto p = random_params(11);
+  auto p = nn_test::glorot_params(11);
   auto be = nn::make_gpu_backend(B, 0);
   std::vector<float> grad(nn::kMnistCnnParams);
   const float first = be->loss_and_grad(p, batch.x, batch.y, grad);

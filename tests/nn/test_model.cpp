@@ -7,36 +7,22 @@
 #include <stdexcept>
 
 #include "nn/mnist_cnn.h"
+#include "model_inputs.h"
 #include "reference.h"
 
 namespace nn = asyncps::nn;
 
 namespace {
 
-struct Batch {
-  std::vector<float> x;
-  std::vector<std::uint8_t> y;
-};
-
-Batch random_batch(int B, std::uint32_t seed) {
-  Batch b{ref::random_floats(static_cast<std::size_t>(B) * nn::kImagePixels, seed, 0.0f, 1.0f), {}};
-  std::mt19937 rng(seed + 1);
-  for (int i = 0; i < B; ++i) b.y.push_back(static_cast<std::uint8_t>(rng() % nn::kClasses));
-  return b;
-}
-
-std::vector<float> init_params(std::uint64_t seed) {
-  std::vector<float> p(nn::kMnistCnnParams);
-  nn::glorot_uniform_init(p, seed);
-  return p;
-}
+using nn_test::Batch;
+using nn_test::random_batch;
 
 }  // namespace
 
 TEST_CASE("cpu backend forward and loss match the double-precision reference model", "[model]") {
   const int B = 5;
   const auto batch = random_batch(B, 51);
-  const auto p = init_params(3);
+  const auto p = nn_test::glorot_params(3);
   auto be = nn::make_cpu_backend(8);
   std::vector<float> logits(B * nn::kClasses), grad(nn::kMnistCnnParams);
   be->forward(p, batch.x, logits);
@@ -51,7 +37,7 @@ TEST_CASE("cpu backend gradient matches double-precision finite differences of t
           "[model][grad]") {
   const int B = 3;
   const auto batch = random_batch(B, 61);
-  const auto p = init_params(5);
+  const auto p = nn_test::glorot_params(5);
   auto be = nn::make_cpu_backend(B);
   std::vector<float> grad(nn::kMnistCnnParams, std::numeric_limits<float>::quiet_NaN());
   be->loss_and_grad(p, batch.x, batch.y, grad);  // grad is overwritten, NaN must be gone
@@ -75,7 +61,7 @@ TEST_CASE("cpu backend gradient matches double-precision finite differences of t
 }
 
 TEST_CASE("loss and gradient do not depend on max_batch or on earlier calls", "[model]") {
-  const auto p = init_params(9);
+  const auto p = nn_test::glorot_params(9);
   const auto big = random_batch(16, 71), small = random_batch(4, 72);
   auto a = nn::make_cpu_backend(16), b = nn::make_cpu_backend(4);
   std::vector<float> ga(nn::kMnistCnnParams), gb(nn::kMnistCnnParams);
@@ -89,7 +75,7 @@ TEST_CASE("loss and gradient do not depend on max_batch or on earlier calls", "[
 TEST_CASE("200 SGD steps on 64 fixed random images make the loss fall a lot", "[model][train]") {
   const int B = 64;
   const auto batch = random_batch(B, 81);
-  auto p = init_params(11);
+  auto p = nn_test::glorot_params(11);
   auto be = nn::make_cpu_backend(B);
   std::vector<float> grad(nn::kMnistCnnParams);
   const float first = be->loss_and_grad(p, batch.x, batch.y, grad);
@@ -107,7 +93,7 @@ TEST_CASE("200 SGD steps on 64 fixed random images make the loss fall a lot", "[
 TEST_CASE("count_correct counts argmax hits in chunks of max_batch", "[model]") {
   const int n = 23;
   const auto batch = random_batch(n, 91);
-  const auto p = init_params(13);
+  const auto p = nn_test::glorot_params(13);
   auto be = nn::make_cpu_backend(5);  // 5 chunks, the last one partial
   std::vector<float> logits(nn::kClasses);
   std::size_t expect = 0;
@@ -126,7 +112,7 @@ TEST_CASE("cpu backend rejects wrong span sizes and oversized batches", "[model]
   auto be = nn::make_cpu_backend(4);
   CHECK(std::string(be->name()) == "cpu");
   CHECK(be->max_batch() == 4);
-  const auto p = init_params(1);
+  const auto p = nn_test::glorot_params(1);
   const auto ok = random_batch(4, 1), big = random_batch(5, 2);
   std::vector<float> grad(nn::kMnistCnnParams), logits(4 * nn::kClasses);
   std::vector<float> short_p(p.begin(), p.end() - 1);
