@@ -22,6 +22,12 @@ int main(int argc, char** argv) {
     asyncps::Options options;
     options.num_servers = config->ps;
     options.server_poll_us = config->server_poll_us;
+    options.server_progress = config->server_progress == "poll"   ? asyncps::ServerProgress::Poll
+                              : config->server_progress == "wake" ? asyncps::ServerProgress::Wake
+                                                                  : asyncps::ServerProgress::Auto;
+    options.server_spin_us = config->server_spin_us;
+    options.wait_spin_us = config->wait_spin_us;
+    options.timeline = config->timeline;
     options.mode = config->mode == "sync" ? asyncps::Mode::Sync
                    : config->mode == "ssp" ? asyncps::Mode::Ssp
                                            : asyncps::Mode::Async;

@@ -49,6 +49,12 @@ void validate(const Config& c) {
           "--straggler_ms must be >= 0, got " + show(c.straggler_ms));
   require(c.pull == "get_accumulate" || c.pull == "get",
           "--pull must be get_accumulate or get, got '" + c.pull + "'");
+  require(c.server_progress == "auto" || c.server_progress == "poll" || c.server_progress == "wake",
+          "--server_progress must be auto, poll or wake, got " + c.server_progress);
+  require(c.server_spin_us >= 0 && c.server_spin_us <= 1000000,
+          "--server_spin_us must be in [0, 1000000], got " + std::to_string(c.server_spin_us));
+  require(c.wait_spin_us >= 0 && c.wait_spin_us <= 1000000,
+          "--wait_spin_us must be in [0, 1000000], got " + std::to_string(c.wait_spin_us));
   require(c.server_poll_us >= -1 && c.server_poll_us <= 1000000,
           "--server_poll_us must be -1 (auto) or in [0, 1000000], got " + std::to_string(c.server_poll_us));
   require(!c.logdir.empty(), "--logdir must not be empty");
@@ -96,7 +102,12 @@ std::optional<Config> parse_config(int argc, char** argv, bool print_help) {
     ("keep_checkpoints", po::value(&c.keep_checkpoints)->default_value(c.keep_checkpoints), "newest checkpoints kept")
     ("restart_from", po::value(&c.restart_from), "start from this checkpoint index (default: the newest valid one in --logdir)")
     ("no_restore", po::bool_switch(&c.no_restore), "do not resume from the checkpoints in --logdir (they are kept)")
-    ("overlap", po::bool_switch(&c.overlap), "async/ssp: each push stays in flight while the next gradient is computed")
+    ("overlap", po::bool_switch(&c.overlap),
+     "async: the next step's claim and pull fly while this gradient is computed, and the push while the next one is "
+     "(one step more staleness); ssp: the push only")
+    ("timeline", po::value(&c.timeline),
+     "write every rank's spans (pull, compute, push, waits, server activity, saves) here as Chrome trace-event JSON "
+     "(Perfetto, chrome://tracing); written by rank 0 at the end")
     ("halt_on_nonfinite", po::bool_switch(&c.halt_on_nonfinite),
      "stop the job (after saving) when a worker computes a NaN/Inf gradient; by default it is skipped and counted")
     ("export_dir", po::value(&c.export_dir), "at the end the chief writes the parameters as <name>.npy here (EMA in ema/)")
@@ -104,7 +115,15 @@ std::optional<Config> parse_config(int argc, char** argv, bool print_help) {
     ("checkpoint", po::value(&c.checkpoint), "--eval_only: the checkpoint index (default: the newest in --logdir)")
     ("pull", po::value(&c.pull)->default_value(c.pull), "get_accumulate (atomic per element) | get")
     ("server_poll_us", po::value(&c.server_poll_us)->default_value(c.server_poll_us),
-     "the server enters MPI at least this often, in microseconds (-1: 10000 on one node, 1000 across hosts)")
+     "the longest a server sleeps between entries into MPI, in microseconds (-1: 10000; 1000 when waking on sockets "
+     "with shared-memory neighbours)")
+    ("server_progress", po::value(&c.server_progress)->default_value(c.server_progress),
+     "how servers let one-sided operations complete: poll (timed), wake (sleep until bytes arrive on a socket), "
+     "auto (poll on one node, wake across hosts)")
+    ("server_spin_us", po::value(&c.server_spin_us)->default_value(c.server_spin_us),
+     "wake: keep entering MPI this long after bytes last arrived")
+    ("wait_spin_us", po::value(&c.wait_spin_us)->default_value(c.wait_spin_us),
+     "across hosts: a waiting worker spins this long, then sleeps until the server's answer arrives")
     ("verbose,v", po::bool_switch(&c.verbose), "every worker logs, not only the chief");
 
   po::variables_map vm;

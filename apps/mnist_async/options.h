@@ -37,6 +37,10 @@ struct Config {
   bool eval_only = false;
   std::string checkpoint;  // --eval_only: the index to evaluate (default: newest in --logdir)  // experiments: the last worker sleeps this long every step
   int server_poll_us = -1;  // -1: auto (the library's choice per transport)
+  std::string server_progress = "auto";  // auto | poll | wake
+  int server_spin_us = 0;
+  int wait_spin_us = 50;
+  std::string timeline;     // Chrome trace-event JSON of every rank's spans
   bool verbose = false;
 };
 

@@ -94,9 +94,11 @@ int run_server(const Config& config, asyncps::Session& session) {
   const double cpu0 = cpu_seconds();
   server.serve();
   if (config.verbose)
-    std::printf("server %d: %.3f s of CPU over %.2f s serving (%.2f%% of a core), %llu polls; peak RSS %.1f MB\n",
+    std::printf("server %d: %.3f s of CPU over %.2f s serving (%.2f%% of a core), %llu polls, %llu wake-ups; peak RSS "
+                "%.1f MB\n",
                 session.roles().rank, cpu_seconds() - cpu0, since(t0), 100.0 * (cpu_seconds() - cpu0) / since(t0),
-                static_cast<unsigned long long>(server.polls()), peak_rss_mb());
+                static_cast<unsigned long long>(server.polls()), static_cast<unsigned long long>(server.wakeups()),
+                peak_rss_mb());
   if (!server.saved_checkpoint().empty())
     std::printf("asyncps: saved %s (global step %lld)\n", server.saved_checkpoint().c_str(),
                 static_cast<long long>(server.final_step()));

@@ -2,8 +2,8 @@
 // The server side: holds this rank's shard of the arena in an MPI window (server 0 also the
 // control block) and keeps entering MPI until every worker has finished, so that one-sided
 // operations complete on every transport — including pt2pt between hosts, where nothing
-// completes unless the target calls into MPI. It never busy-spins a core: between polls it
-// sleeps Options::server_poll_us.
+// completes unless the target calls into MPI. It never busy-spins a core: between entries it
+// sleeps, on a timer or until bytes arrive (Options::server_progress).
 //
 //   asyncps::ParameterServer ps(session, initial_params);  // collective with the WorkerClients
 //   ps.serve();                                             // returns when all workers finish()
@@ -42,7 +42,9 @@ class ParameterServer {
   std::span<const float> snapshot();
   // Server 0 only: the global step as it is now.
   std::int64_t global_step();
+  // Entries into MPI while serving, and sleeps ended by arriving bytes (ServerProgress::Wake).
   std::uint64_t polls() const noexcept;
+  std::uint64_t wakeups() const noexcept;
   // Every worker's update staleness summed (valid after serve() returns).
   const StalenessHistogram& job_staleness() const noexcept;
 

@@ -10,6 +10,7 @@
 #include <mpi.h>
 
 #include <cstdint>
+#include <string>
 
 #include "asyncps/checkpoint.h"
 #include "asyncps/param_layout.h"
@@ -29,6 +30,15 @@ enum class Mode {
   Ssp,    // stale-synchronous: a worker at clock c waits while the slowest clock is below c - staleness
 };
 
+// How a server lets one-sided operations complete (see docs/ARCHITECTURE.md "Server progress").
+enum class ServerProgress {
+  Auto,  // Poll when every rank shares one node and pt2pt is not forced (nothing needs the
+         // target there), Wake otherwise
+  Poll,  // enter MPI every server_poll_us, sleeping in between (0: never sleeps)
+  Wake,  // sleep until bytes arrive on one of the process's sockets (TCP), at most
+         // server_poll_us; keep entering MPI for server_spin_us after the last arrival
+};
+
 struct Options {
   int num_servers = 1;            // S: ranks [0, S) serve the arena
   Mode mode = Mode::Async;
@@ -36,11 +46,18 @@ struct Options {
   bool staleness_lr = false;      // scale each async/ssp update by 1/max(1, tau) (Zhang et al., IJCAI 2016)
   bool overlap = false;           // async/ssp: end_step's push stays in flight during the next compute
   PullMethod pull = PullMethod::GetAccumulate;
-  // How often the server enters MPI while serving. -1 (auto): 10 ms when every rank shares one
-  // node (Open MPI's one-sided path there needs nothing from the target: polling only notices
-  // shutdown and checkpoint requests), 1 ms when ranks span hosts (pt2pt over TCP completes
-  // nothing until the target enters MPI). See docs/ARCHITECTURE.md "Server progress".
+  ServerProgress server_progress = ServerProgress::Auto;
+  // The longest a server sleeps between entries into MPI. -1 (auto): 10 ms, except 1 ms in
+  // Wake mode when another rank shares this server's node over shared memory (its messages
+  // wake no socket). See docs/ARCHITECTURE.md "Server progress".
   int server_poll_us = -1;
+  int server_spin_us = 0;
+  // Workers, when the transport needs the target (Wake): spin this long on an outstanding
+  // claim/pull, then sleep until bytes arrive (frees the core for ranks that share it).
+  int wait_spin_us = 50;  // Wake: keep entering MPI this long after bytes last arrived
+  // Non-empty: every rank records its spans (pull, compute, push, waits, server activity,
+  // saves) and rank 0 writes them here at the end as Chrome trace-event JSON (Perfetto).
+  std::string timeline = {};
   std::size_t chunk_bytes = 1u << 20;  // large pushes/pulls are split into pieces of this size
   CheckpointOptions checkpoint = {};  // where and how often servers save (default: never)
 };
@@ -62,8 +79,11 @@ class Session {
   const Options& options() const noexcept { return options_; }
   // True when every rank of the session runs on one node (shared memory between all of them).
   bool single_node() const noexcept { return single_node_; }
-  // The server poll interval in effect (Options::server_poll_us with auto resolved).
+  // The server progress mode and poll interval in effect (Options' auto values resolved).
+  ServerProgress server_progress() const noexcept;
   int server_poll_us() const noexcept;
+  // Ranks of the session on this rank's node (this one included).
+  int node_ranks() const noexcept { return node_ranks_; }
 
  private:
   MPI_Comm comm_ = MPI_COMM_NULL;
@@ -72,6 +92,7 @@ class Session {
   ShardPlan plan_;
   Options options_;
   bool single_node_ = false;
+  int node_ranks_ = 1;
 };
 
 }  // namespace asyncps

@@ -2,6 +2,7 @@
 #include "asyncps/parameter_server.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <string>
 
@@ -9,6 +10,8 @@
 #include "check.h"
 #include "checkpointer.h"
 #include "control_block.h"
+#include "progress.h"
+#include "timeline.h"
 #include "windows.h"
 
 namespace asyncps {
@@ -24,20 +27,11 @@ struct ParameterServer::Impl {
   detail::RestoredShard restored;
   detail::FinalState final_state;
   StalenessHistogram job_staleness;
-  std::uint64_t polls = 0;
+  detail::Timeline timeline;
+  std::unique_ptr<detail::ProgressEngine> progress;
   bool served = false;
 
-  explicit Impl(Session& s) : session(s) {}
-
-  // One round of progress: enter the one-sided engine of both windows. Under pt2pt (between
-  // hosts) this is what lets the workers' accumulates and gets complete; a flush of our own
-  // epoch with nothing outstanding is a few hundred nanoseconds on shared memory.
-  void pump() {
-    ASYNCPS_MPI_CHECK(MPI_Win_flush_all(win.params.get()));
-    ASYNCPS_MPI_CHECK(MPI_Win_flush_all(win.control.get()));
-    if (win.accum.get() != MPI_WIN_NULL) ASYNCPS_MPI_CHECK(MPI_Win_flush_all(win.accum.get()));
-    ++polls;
-  }
+  explicit Impl(Session& s) : session(s), timeline(!s.options().timeline.empty()) {}
 };
 
 ParameterServer::ParameterServer(Session& session, std::span<const float> initial, std::int64_t initial_step)
@@ -80,6 +74,13 @@ ParameterServer::ParameterServer(Session& session, std::span<const float> initia
   ASYNCPS_MPI_CHECK(MPI_Win_sync(impl_->win.shadow.get()));
   ASYNCPS_MPI_CHECK(MPI_Win_sync(impl_->win.control.get()));
   ASYNCPS_MPI_CHECK(MPI_Barrier(session.comm()));  // matches the WorkerClient constructor's
+  impl_->timeline.set_origin();
+  detail::ProgressConfig pc;
+  pc.wake_on_sockets = session.server_progress() == ServerProgress::Wake;
+  pc.poll_us = session.server_poll_us();
+  pc.spin_us = session.options().server_spin_us;
+  pc.tick_us = std::min(pc.poll_us, 10000);
+  impl_->progress = std::make_unique<detail::ProgressEngine>(pc, &impl_->timeline);
 }
 
 ParameterServer::~ParameterServer() {
@@ -95,14 +96,19 @@ void ParameterServer::serve(const std::function<void()>& tick) {
   // completes once every worker has finished. (A blocking MPI_Barrier would never match it.)
   MPI_Request done = MPI_REQUEST_NULL;
   ASYNCPS_MPI_CHECK(MPI_Ibarrier(impl_->session.comm(), &done));
-  detail::wait_sleeping(done, impl_->session.server_poll_us(), [&] {
-    impl_->pump();
+  impl_->progress->run_until(done, [&] {
+    const auto t0 = detail::Timeline::Clock::now();
     impl_->ckpt->tick();
     if (tick) tick();
+    const auto t1 = detail::Timeline::Clock::now();
+    if (t1 - t0 > std::chrono::microseconds(100)) impl_->timeline.span("checkpoint", t0, t1);  // a save, not a check
   });
   ASYNCPS_MPI_CHECK(MPI_Win_sync(impl_->win.params.get()));
+  const auto t0 = detail::Timeline::Clock::now();
   impl_->final_state = detail::finish_job(impl_->session, impl_->win, impl_->ckpt.get());
+  impl_->timeline.span("final save", t0, detail::Timeline::Clock::now());
   impl_->job_staleness = detail::allreduce_staleness(impl_->session.comm(), StalenessHistogram{});
+  detail::write_timeline(impl_->session, impl_->timeline);
 }
 
 bool ParameterServer::restored() const noexcept { return impl_->restored.found; }
@@ -129,6 +135,7 @@ std::int64_t ParameterServer::global_step() {
   return __atomic_load_n(&impl_->win.control.data<std::int64_t>()[detail::ctrl::kGlobalStep], __ATOMIC_ACQUIRE);
 }
 
-std::uint64_t ParameterServer::polls() const noexcept { return impl_->polls; }
+std::uint64_t ParameterServer::polls() const noexcept { return impl_->progress->stats().rounds; }
+std::uint64_t ParameterServer::wakeups() const noexcept { return impl_->progress->stats().wakeups; }
 
 }  // namespace asyncps

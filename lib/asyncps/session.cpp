@@ -16,10 +16,24 @@ namespace asyncps {
 namespace {
 
 // What every rank must agree on before any window exists.
-std::array<std::uint64_t, 8> fingerprint(const ParamLayout& layout, const Options& o) {
+std::array<std::uint64_t, 10> fingerprint(const ParamLayout& layout, const Options& o) {
   return {layout.hash(), layout.size(), static_cast<std::uint64_t>(o.num_servers),
           static_cast<std::uint64_t>(o.pull), o.chunk_bytes, static_cast<std::uint64_t>(o.mode),
-          static_cast<std::uint64_t>(o.staleness), static_cast<std::uint64_t>(o.staleness_lr)};
+          static_cast<std::uint64_t>(o.staleness), static_cast<std::uint64_t>(o.staleness_lr),
+          static_cast<std::uint64_t>(o.overlap), static_cast<std::uint64_t>(!o.timeline.empty())};
+}
+
+bool pt2pt_forced() {  // pt2pt chosen by the user on one node (`--mca osc pt2pt`) needs the target as much as TCP does
+  const char* osc = std::getenv("OMPI_MCA_osc");
+  return osc && osc[0] != '^' && std::strstr(osc, "pt2pt");
+}
+
+// Whether ranks on one node may talk over shared memory (no socket wakes the server for them).
+bool shared_memory_btl() {
+  const char* btl = std::getenv("OMPI_MCA_btl");
+  if (!btl || !*btl) return true;
+  const bool has_sm = std::strstr(btl, "vader") || std::strstr(btl, "sm");
+  return btl[0] == '^' ? !has_sm : has_sm;
 }
 
 void check_same_everywhere(MPI_Comm comm, const ParamLayout& layout, const Options& options) {
@@ -42,7 +56,7 @@ void check_same_everywhere(MPI_Comm comm, const ParamLayout& layout, const Optio
       msg << "number of servers differs between ranks: rank " << r << " has " << f[2] << ", rank 0 has " << f0[2];
     } else if (f[5] != f0[5] || f[6] != f0[6] || f[7] != f0[7]) {
       msg << "synchronisation mode differs between ranks (rank " << r << " vs rank 0): pass the same --mode, --staleness and --staleness_lr to every rank";
-    } else if (f[3] != f0[3] || f[4] != f0[4]) {
+    } else if (f[3] != f0[3] || f[4] != f0[4] || f[8] != f0[8] || f[9] != f0[9]) {
       msg << "options differ between ranks (rank " << r << " vs rank 0): pass the same flags to every rank";
     } else {
       continue;
@@ -68,12 +82,17 @@ Session::Session(MPI_Comm comm, ParamLayout layout, Options options)
     if (options_.staleness < 0)
       throw ConfigError("--staleness must be >= 0, got " + std::to_string(options_.staleness));
     if (options_.server_poll_us < -1) throw ConfigError("server poll interval must be >= 0 microseconds (or -1: auto)");
+    if (options_.server_spin_us < 0 || options_.server_spin_us > 1000000)
+      throw ConfigError("server spin time must be in [0, 1000000] microseconds");
+    if (options_.wait_spin_us < 0 || options_.wait_spin_us > 1000000)
+      throw ConfigError("worker wait spin time must be in [0, 1000000] microseconds");
     MPI_Comm node = MPI_COMM_NULL;
     ASYNCPS_MPI_CHECK(MPI_Comm_split_type(comm_, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
     int node_size = 0;
     MPI_Comm_size(node, &node_size);
     MPI_Comm_free(&node);
     single_node_ = node_size == size;
+    node_ranks_ = node_size;
     if (options_.chunk_bytes < sizeof(float)) throw ConfigError("chunk size must be at least 4 bytes");
   } catch (...) {
     MPI_Comm_free(&comm_);
@@ -81,12 +100,15 @@ Session::Session(MPI_Comm comm, ParamLayout layout, Options options)
   }
 }
 
+ServerProgress Session::server_progress() const noexcept {
+  if (options_.server_progress != ServerProgress::Auto) return options_.server_progress;
+  return single_node_ && !pt2pt_forced() ? ServerProgress::Poll : ServerProgress::Wake;
+}
+
 int Session::server_poll_us() const noexcept {
   if (options_.server_poll_us >= 0) return options_.server_poll_us;
-  // pt2pt, chosen by the user on one node (`--mca osc pt2pt`), needs the target as much as TCP does
-  const char* osc = std::getenv("OMPI_MCA_osc");
-  const bool pt2pt_forced = osc && osc[0] != '^' && std::strstr(osc, "pt2pt");
-  return single_node_ && !pt2pt_forced ? 10000 : 1000;
+  if (server_progress() == ServerProgress::Wake && node_ranks_ > 1 && shared_memory_btl()) return 1000;
+  return 10000;
 }
 
 Session::~Session() {

@@ -1,4 +1,4 @@
-// defines: open_windows, wait_sleeping
+// defines: open_windows, write_timeline, wait_sleeping
 #include "windows.h"
 
 #include <chrono>
@@ -7,6 +7,7 @@
 
 #include "check.h"
 #include "control_block.h"
+#include "timeline.h"
 
 namespace asyncps::detail {
 
@@ -30,6 +31,19 @@ StalenessHistogram allreduce_staleness(MPI_Comm comm, const StalenessHistogram& 
   ASYNCPS_MPI_CHECK(MPI_Allreduce(&my_max, mx.data(), 1, MPI_DOUBLE, MPI_MAX, comm));
   sum.back() = mx[0];
   return StalenessHistogram::from_vector(sum);
+}
+
+void write_timeline(const Session& session, const Timeline& timeline) {
+  if (session.options().timeline.empty()) return;
+  const Roles& r = session.roles();
+  char host[MPI_MAX_PROCESSOR_NAME] = {0};
+  int len = 0;
+  MPI_Get_processor_name(host, &len);
+  std::string label = "rank " + std::to_string(r.rank) + ": ";
+  label += r.is_server() ? "server " + std::to_string(r.rank)
+                         : "worker " + std::to_string(r.worker_index()) + (r.is_chief() ? " (chief)" : "");
+  label += std::string(" on ") + host;
+  timeline.write(session.comm(), session.options().timeline, label);
 }
 
 void wait_sleeping(MPI_Request& request, int poll_us, const std::function<void()>& each_round) {

@@ -35,6 +35,10 @@ inline bool unwinding() noexcept { return std::uncaught_exceptions() > 0; }
 // Completes `request`, entering MPI every `poll_us` and sleeping in between (never spinning).
 // `each_round`, if given, runs after every unsuccessful test (the server drives progress and
 // checkpoints there).
+// Collective: when Options::timeline is set, rank 0 writes every rank's spans there.
+class Timeline;
+void write_timeline(const Session& session, const Timeline& timeline);
+
 void wait_sleeping(MPI_Request& request, int poll_us, const std::function<void()>& each_round = {});
 
 }  // namespace asyncps::detail

@@ -15,6 +15,8 @@
 #include "check.h"
 #include "checkpointer.h"
 #include "control_block.h"
+#include "progress.h"
+#include "timeline.h"
 #include "windows.h"
 
 namespace asyncps {
@@ -51,14 +53,131 @@ struct WorkerClient::Impl {
     MPI_Win win = MPI_WIN_NULL;     // the window to flush for remote completion (pushes only:
                                     // a completed get request already means the data is here)
   };
-  Ticket overlapped_push = 0;       // Options::overlap: the push still in flight from the last step
   std::unordered_map<Ticket, Pending> pending;
   Ticket next_ticket = 1;
   std::vector<std::vector<float>> staging;  // scale*grad copies: a pool, reused
   std::vector<int> free_staging;
   std::vector<float> push_buffer;           // blocking push's scale*grad, one piece at a time
 
-  explicit Impl(Session& s) : session(s) {}
+  // Async/SSP steps (see docs/ARCHITECTURE.md "One step, one round trip"): begin_step claims
+  // its step and pulls in one go (one MPI_Rget_accumulate(SUM, +1) on [step, halt, done] next
+  // to the pulls: every request completes by data arriving, so no flush and one wait);
+  // end_step's push leaves with requests and completes inside the next begin_step's wait.
+  std::int64_t claim_add[3] = {1, 0, 0};
+  std::int64_t claim_now[3] = {0, 0, 0};       // [step before mine, halt, done]
+  std::int64_t claim_next[3] = {0, 0, 0};      // the same for the prefetched step (overlap)
+  const std::int64_t clock_tick = 1;
+  std::int64_t current_claim = 0;              // the global step this worker's update will take
+  std::vector<MPI_Request> push_requests;      // the last end_step's push (and SSP clock tick)
+  std::vector<float> push_stage;               // scale*grad of that push (whole arena)
+  std::vector<MPI_Request> prefetch_requests;  // overlap: the next step's claim and pull
+  std::vector<float> prefetch_params;
+  bool prefetching = false;
+  bool remote_incomplete = false;              // pushes sent without a flush since
+  // Staleness is known once a later claim reports how many steps were claimed meanwhile:
+  std::vector<std::int64_t> unresolved;        // steps pushed, not yet given to a claim
+  std::vector<std::int64_t> resolving;         // steps the claim in flight will resolve
+  // The chief's EMA shadow, stored with requests after the first store (which sets the flag)
+  std::vector<float> shadow_stage;
+  std::vector<MPI_Request> shadow_requests;
+  bool shadow_stored = false;
+
+  detail::Timeline timeline;
+  Clock::time_point compute_since{};
+  bool computing = false;
+
+  explicit Impl(Session& s) : session(s), timeline(!s.options().timeline.empty()) {}
+
+  detail::RequestWaiter waiter;  // sleeps on sockets while waiting when the transport needs the target
+  void waitall(std::vector<MPI_Request>& reqs) { waiter.wait_all(reqs); }
+
+  // One atomic read-modify-write of `count` control slots from `slot` (MPI_NO_OP: a read),
+  // completed by its request (the data coming back), not a flush.
+  void control_op(int slot, const std::int64_t* add, std::int64_t* result, int count, MPI_Op op) {
+    std::vector<MPI_Request> r(1);
+    ASYNCPS_MPI_CHECK(MPI_Rget_accumulate(add, op == MPI_NO_OP ? 0 : count, MPI_INT64_T, result, count, MPI_INT64_T,
+                                          detail::ctrl::kControlRank, slot, count, MPI_INT64_T, op, win.control.get(),
+                                          r.data()));
+    waitall(r);
+  }
+
+  // Requests: claim one step (fetching [step, halt, done] before the +1) and pull into `dst`.
+  void start_claim_and_pull(float* dst, std::int64_t* result, std::vector<MPI_Request>& reqs) {
+    MPI_Request r;
+    ASYNCPS_MPI_CHECK(MPI_Rget_accumulate(claim_add, 3, MPI_INT64_T, result, 3, MPI_INT64_T, detail::ctrl::kControlRank,
+                                          detail::ctrl::kGlobalStep, 3, MPI_INT64_T, MPI_SUM, win.control.get(), &r));
+    reqs.push_back(r);
+    start_pull(dst, reqs);
+  }
+
+  void start_pull(float* dst, std::vector<MPI_Request>& reqs) {
+    const MPI_Win w = win.params.get();
+    const bool atomic = options().pull == PullMethod::GetAccumulate;
+    for_each_piece([&](int target, MPI_Aint disp, std::size_t off, int n) {
+      MPI_Request r;
+      if (atomic)  // MPI_NO_OP: the conforming element-wise atomic read; ordered after our accumulates
+        ASYNCPS_MPI_CHECK(MPI_Rget_accumulate(nullptr, 0, MPI_FLOAT, dst + off, n, MPI_FLOAT, target, disp, n,
+                                              MPI_FLOAT, MPI_NO_OP, w, &r));
+      else
+        ASYNCPS_MPI_CHECK(MPI_Rget(dst + off, n, MPI_FLOAT, target, disp, n, MPI_FLOAT, w, &r));
+      reqs.push_back(r);
+    });
+  }
+
+  // Every claim reports the steps claimed before it: the updates pushed before it was sent
+  // have a staleness of (that count) - (their own step).
+  void resolve(std::int64_t claimed_before) {
+    for (std::int64_t landed : resolving) staleness.record(std::max<std::int64_t>(0, claimed_before - landed));
+    resolving.clear();
+  }
+
+  // Completes the last push (locally: its buffer is free; the flush at drain makes it remote).
+  void complete_push() {
+    if (push_requests.empty()) return;
+    const auto t0 = Clock::now();
+    waitall(push_requests);
+    stats.wait_seconds += seconds_since(t0);
+    timeline.span("push wait", t0, Clock::now());
+  }
+
+  // MPI_Get is not ordered after our accumulates: our last push must be complete at the
+  // servers before a pull may read (MPI_Get_accumulate is ordered: nothing to do).
+  void order_pull_after_push() {
+    if (options().pull != PullMethod::Get || !remote_incomplete) return;
+    complete_push();
+    flush(win.params);
+    remote_incomplete = false;
+  }
+
+  // Ends everything still in flight: the prefetched claim is given back (never used).
+  void settle() {
+    if (prefetching) {
+      waitall(prefetch_requests);
+      prefetching = false;
+      resolve(claim_next[0]);
+      fetch_and_add(detail::ctrl::kGlobalStep, -1, MPI_SUM);
+    }
+    complete_push();
+    if (remote_incomplete) {
+      flush(win.params);
+      if (options().mode == Mode::Ssp) flush(win.control);
+      remote_incomplete = false;
+    }
+    if (!shadow_requests.empty()) {
+      waitall(shadow_requests);
+      flush(win.shadow);
+    }
+    unresolved.insert(unresolved.end(), resolving.begin(), resolving.end());
+    resolving = std::move(unresolved);
+    unresolved.clear();
+    if (!resolving.empty()) resolve(fetch_and_add(detail::ctrl::kGlobalStep, 0, MPI_NO_OP));
+  }
+
+  void end_compute() {
+    if (!computing) return;
+    computing = false;
+    timeline.span("compute", compute_since, Clock::now());
+  }
 
   std::size_t arena() const { return session.layout().size(); }
 
@@ -128,9 +247,7 @@ struct WorkerClient::Impl {
   bool job_complete() {
     static_assert(detail::ctrl::kHalt == detail::ctrl::kGlobalStep + 1 && detail::ctrl::kDone == detail::ctrl::kGlobalStep + 2);
     std::int64_t v[3] = {0, 0, 0};  // step, halt, done
-    ASYNCPS_MPI_CHECK(MPI_Get_accumulate(nullptr, 0, MPI_INT64_T, v, 3, MPI_INT64_T, detail::ctrl::kControlRank,
-                                         detail::ctrl::kGlobalStep, 3, MPI_INT64_T, MPI_NO_OP, win.control.get()));
-    ASYNCPS_MPI_CHECK(MPI_Win_flush(detail::ctrl::kControlRank, win.control.get()));
+    control_op(detail::ctrl::kGlobalStep, nullptr, v, 3, MPI_NO_OP);
     last_seen_step = v[0];
     return v[0] >= limit || v[1] != 0 || (options().mode == Mode::Sync && v[2] != 0);
   }
@@ -160,10 +277,7 @@ struct WorkerClient::Impl {
   // The slowest worker's clock (workers that have drained count as infinitely fast).
   std::int64_t min_clock() {
     std::vector<std::int64_t> clocks(static_cast<std::size_t>(num_workers()));
-    ASYNCPS_MPI_CHECK(MPI_Get_accumulate(nullptr, 0, MPI_INT64_T, clocks.data(), num_workers(), MPI_INT64_T,
-                                         detail::ctrl::kControlRank, detail::ctrl::kClocks, num_workers(),
-                                         MPI_INT64_T, MPI_NO_OP, win.control.get()));
-    ASYNCPS_MPI_CHECK(MPI_Win_flush(detail::ctrl::kControlRank, win.control.get()));
+    control_op(detail::ctrl::kClocks, nullptr, clocks.data(), num_workers(), MPI_NO_OP);
     return *std::min_element(clocks.begin(), clocks.end());
   }
 
@@ -195,9 +309,7 @@ struct WorkerClient::Impl {
 
   std::int64_t fetch_and_add(int slot, std::int64_t add, MPI_Op op) {
     std::int64_t old = 0;
-    ASYNCPS_MPI_CHECK(MPI_Fetch_and_op(&add, &old, MPI_INT64_T, detail::ctrl::kControlRank, slot, op,
-                                       win.control.get()));
-    ASYNCPS_MPI_CHECK(MPI_Win_flush(detail::ctrl::kControlRank, win.control.get()));
+    control_op(slot, &add, &old, 1, op);
     return old;
   }
 };
@@ -206,6 +318,7 @@ WorkerClient::WorkerClient(Session& session) : impl_(std::make_unique<Impl>(sess
   if (!session.roles().is_worker())
     throw ConfigError("rank " + std::to_string(session.roles().rank) + " is a server, not a worker");
   impl_->chunk_floats = std::max<std::size_t>(1, session.options().chunk_bytes / sizeof(float));
+  impl_->waiter = detail::RequestWaiter(session.server_progress() == ServerProgress::Wake, session.options().wait_spin_us);
   impl_->win = detail::open_windows(session);
   impl_->lock_params = detail::LockAll(impl_->win.params.get());
   impl_->lock_control = detail::LockAll(impl_->win.control.get());
@@ -213,6 +326,7 @@ WorkerClient::WorkerClient(Session& session) : impl_(std::make_unique<Impl>(sess
   impl_->lock_shadow = detail::LockAll(impl_->win.shadow.get());
   detail::restore_checkpoint(session);             // collective with the servers' constructors
   ASYNCPS_MPI_CHECK(MPI_Barrier(session.comm()));  // the servers have filled their shards
+  impl_->timeline.set_origin();
 }
 
 WorkerClient::~WorkerClient() {
@@ -243,6 +357,7 @@ void WorkerClient::pull(std::span<float> params) {
   impl_->flush(impl_->win.params);
   ++impl_->stats.pulls;
   impl_->stats.pull_seconds += seconds_since(t0);
+  impl_->timeline.span("pull", t0, Clock::now());
 }
 
 void WorkerClient::push(std::span<const float> grad, float scale) {
@@ -265,6 +380,7 @@ void WorkerClient::push(std::span<const float> grad, float scale) {
   m.flush(m.win.params);
   ++m.stats.pushes;
   m.stats.push_seconds += seconds_since(t0);
+  m.timeline.span("push", t0, Clock::now());
 }
 
 Ticket WorkerClient::push_async(std::span<const float> grad, float scale) {
@@ -299,8 +415,7 @@ void WorkerClient::wait(Ticket ticket) {
   auto it = impl_->pending.find(ticket);
   if (it == impl_->pending.end()) throw Error("WorkerClient::wait: unknown or already completed ticket");
   const auto t0 = Clock::now();
-  auto& reqs = it->second.requests;
-  ASYNCPS_MPI_CHECK(MPI_Waitall(static_cast<int>(reqs.size()), reqs.data(), MPI_STATUSES_IGNORE));
+  impl_->waitall(it->second.requests);
   // A push's request completion is local (the buffer is reusable); the flush makes it remote too.
   if (it->second.win != MPI_WIN_NULL) impl_->flush(it->second.win);
   if (it->second.staging >= 0) impl_->free_staging.push_back(it->second.staging);
@@ -331,8 +446,9 @@ std::int64_t WorkerClient::global_step() { return impl_->fetch_and_add(detail::c
 
 void WorkerClient::drain() {
   if (impl_->drained) return;
-  impl_->overlapped_push = 0;
+  impl_->end_compute();
   wait_all();
+  impl_->settle();
   // A worker that is done no longer holds anyone back in SSP: its clock jumps far ahead.
   impl_->fetch_and_add(detail::ctrl::kClocks + worker_index(), std::int64_t{1} << 60, MPI_SUM);
   impl_->fetch_and_add(detail::ctrl::kDone, 1, MPI_SUM);
@@ -356,39 +472,90 @@ void WorkerClient::finish() {
   detail::wait_sleeping(done, 200);
   impl_->final_state = detail::finish_job(impl_->session, impl_->win, nullptr);  // the final checkpoint
   impl_->job_staleness = detail::allreduce_staleness(impl_->session.comm(), impl_->staleness);
+  detail::write_timeline(impl_->session, impl_->timeline);
 }
 
 std::optional<StepStart> WorkerClient::begin_step(std::span<float> params, std::int64_t limit) {
   Impl& m = *impl_;
+  m.check_size(params.size(), "WorkerClient::begin_step");
+  if (m.drained) throw Error("WorkerClient::begin_step after drain(): this worker said it was done updating");
+  m.end_compute();
   m.limit = limit;
   const Mode mode = m.options().mode;
   if (mode == Mode::Sync) {
     if (m.version_base < 0) m.version_base = m.fetch_and_add(detail::ctrl::kVersion, 0, MPI_NO_OP);
     const std::int64_t want = m.version_base + m.clock;  // every round before ours is applied
-    if (!m.wait_until([&] { return m.fetch_and_add(detail::ctrl::kVersion, 0, MPI_NO_OP) >= want; }))
-      return std::nullopt;
-  } else if (mode == Mode::Ssp) {
+    const auto t0 = Clock::now();
+    const bool go = m.wait_until([&] { return m.fetch_and_add(detail::ctrl::kVersion, 0, MPI_NO_OP) >= want; });
+    m.timeline.span("wait (sync round)", t0, Clock::now());
+    if (!go || m.job_complete()) return std::nullopt;
+    m.begin_global_step = m.last_seen_step;
+    pull(params);
+    m.computing = true;
+    m.compute_since = Clock::now();
+    return StepStart{m.begin_global_step, m.clock};
+  }
+  if (mode == Mode::Ssp) {
     std::int64_t slowest = 0;
     const std::int64_t s = m.options().staleness;
-    if (!m.wait_until([&] { return (slowest = m.min_clock()) >= m.clock - s; })) return std::nullopt;
+    const auto t0 = Clock::now();
+    const bool go = m.wait_until([&] { return (slowest = m.min_clock()) >= m.clock - s; });
+    m.timeline.span("wait (ssp bound)", t0, Clock::now());
+    if (!go) return std::nullopt;
     m.stats.max_clock_gap = std::max(m.stats.max_clock_gap, m.clock - slowest);
   }
-  if (m.job_complete()) return std::nullopt;
-  m.begin_global_step = m.last_seen_step;
-  if (m.options().overlap) wait(pull_async(params));  // no flush: the last push may stay in flight
-  else pull(params);
+  const auto t0 = Clock::now();
+  const std::int64_t* got = m.claim_now;
+  if (m.prefetching) {  // overlap: claimed and pulled while the last gradient was computed
+    m.waitall(m.prefetch_requests);
+    m.prefetching = false;
+    std::copy(m.prefetch_params.begin(), m.prefetch_params.end(), params.begin());
+    got = m.claim_next;
+  } else {
+    m.order_pull_after_push();
+    m.resolving.insert(m.resolving.end(), m.unresolved.begin(), m.unresolved.end());
+    m.unresolved.clear();
+    std::vector<MPI_Request> reqs;
+    m.start_claim_and_pull(params.data(), m.claim_now, reqs);
+    m.waitall(reqs);
+  }
+  m.complete_push();  // (usually long complete: it left before the claim and pull)
+  const std::int64_t before = got[0], halt = got[1];
+  m.resolve(before);
+  ++m.stats.pulls;
+  m.stats.pull_seconds += seconds_since(t0);
+  m.timeline.span(m.options().overlap && mode == Mode::Async ? "claim+pull (prefetched)" : "claim+pull", t0, Clock::now());
+  if (before + 1 > limit || halt != 0) {  // the job is complete (or halted): give the step back
+    m.fetch_and_add(detail::ctrl::kGlobalStep, -1, MPI_SUM);
+    return std::nullopt;
+  }
+  m.current_claim = before + 1;
+  m.begin_global_step = before;
+  if (m.options().overlap && mode == Mode::Async) {
+    // the next step's claim and pull fly during this compute (its parameters miss this step's
+    // own update: one step more staleness, which the report counts)
+    m.prefetch_params.resize(m.arena());
+    m.resolving = std::move(m.unresolved);
+    m.unresolved.clear();
+    m.start_claim_and_pull(m.prefetch_params.data(), m.claim_next, m.prefetch_requests);
+    m.prefetching = true;
+  }
+  m.computing = true;
+  m.compute_since = Clock::now();
   return StepStart{m.begin_global_step, m.clock};
 }
 
 StepEnd WorkerClient::end_step(std::span<const float> grad, float scale) {
   Impl& m = *impl_;
   m.check_size(grad.size(), "WorkerClient::end_step");
+  m.end_compute();
   const Mode mode = m.options().mode;
   StepEnd out;
   // NaN or Inf never reaches the arena: one pass over the gradient (about 2 us for 9,098 floats)
   out.nonfinite = !std::all_of(grad.begin(), grad.end(), [](float g) { return std::isfinite(g); });
   if (out.nonfinite) ++m.stats.nonfinite;
   if (mode == Mode::Sync) {
+    const auto t0 = Clock::now();
     // accum += (scale / W) * grad: the round applies the mean of the W workers' updates
     if (!out.nonfinite) wait(m.start_accumulate(m.win.accum, grad, scale / static_cast<float>(m.num_workers())));
     // the accumulate is complete at the servers before we announce our arrival
@@ -397,30 +564,45 @@ StepEnd WorkerClient::end_step(std::span<const float> grad, float scale) {
     m.staleness.record(0);
     out.applied = !out.nonfinite;
     out.global_step = m.begin_global_step + 1;
+    m.timeline.span("push (sync round)", t0, Clock::now());
     return out;
   }
-  const auto landed = claim_step(m.limit);  // a skipped update still spends its step: the job ends on schedule
-  if (out.nonfinite) {
-    if (landed) out.global_step = *landed;
-    return out;
+  if (m.current_claim == 0) throw Error("WorkerClient::end_step without a begin_step that returned a step");
+  const auto t0 = Clock::now();
+  out.global_step = std::exchange(m.current_claim, 0);  // claimed in begin_step: exactly `limit` steps in all
+  ++m.stats.steps;
+  ++m.clock;  // a skipped update still spends its step (and its clock: nobody waits for it)
+  m.complete_push();  // overlap: the buffer of the last push is free again
+  if (!out.nonfinite) {
+    if (m.options().staleness_lr) {  // needs tau now: one read of the steps claimed since ours
+      const std::int64_t tau = std::max<std::int64_t>(0, m.fetch_and_add(detail::ctrl::kGlobalStep, 0, MPI_NO_OP) - out.global_step);
+      m.staleness.record(tau);
+      scale /= static_cast<float>(std::max<std::int64_t>(1, tau));
+    } else {
+      m.unresolved.push_back(out.global_step);
+    }
+    m.push_stage.resize(m.arena());
+    float* scaled = m.push_stage.data();
+    for (std::size_t i = 0; i < grad.size(); ++i) scaled[i] = scale * grad[i];  // scale * grad
+    const MPI_Win w = m.win.params.get();
+    m.for_each_piece([&](int target, MPI_Aint disp, std::size_t off, int n) {
+      MPI_Request r;
+      ASYNCPS_MPI_CHECK(MPI_Raccumulate(scaled + off, n, MPI_FLOAT, target, disp, n, MPI_FLOAT, MPI_SUM, w, &r));
+      m.push_requests.push_back(r);
+    });
+    ++m.stats.pushes;
+    out.applied = true;
   }
-  if (!landed) {
-    ++m.stats.dropped;
-    return out;
+  if (mode == Mode::Ssp) {
+    MPI_Request r;
+    ASYNCPS_MPI_CHECK(MPI_Raccumulate(&m.clock_tick, 1, MPI_INT64_T, detail::ctrl::kControlRank,
+                                      detail::ctrl::kClocks + worker_index(), 1, MPI_INT64_T, MPI_SUM,
+                                      m.win.control.get(), &r));
+    m.push_requests.push_back(r);
   }
-  const std::int64_t tau = *landed - 1 - m.begin_global_step;  // updates that landed in between
-  m.staleness.record(tau);
-  if (m.options().staleness_lr) scale /= static_cast<float>(std::max<std::int64_t>(1, tau));
-  if (m.options().overlap) {  // this push overlaps the next step's compute; the previous one ends now
-    if (m.overlapped_push) wait(std::exchange(m.overlapped_push, 0));
-    m.overlapped_push = push_async(grad, scale);
-  } else {
-    push(grad, scale);
-  }
-  ++m.clock;
-  if (mode == Mode::Ssp) m.fetch_and_add(detail::ctrl::kClocks + worker_index(), 1, MPI_SUM);
-  out.applied = true;
-  out.global_step = *landed;
+  m.remote_incomplete = true;
+  m.stats.push_seconds += seconds_since(t0);
+  m.timeline.span("push", t0, Clock::now());
   return out;
 }
 
@@ -431,12 +613,22 @@ std::int64_t WorkerClient::final_step() const noexcept { return impl_->final_sta
 void WorkerClient::store_shadow(std::span<const float> shadow) {
   Impl& m = *impl_;
   m.check_size(shadow.size(), "WorkerClient::store_shadow");
+  const auto t0 = Clock::now();
+  m.waitall(m.shadow_requests);  // the last store's copy is free again
+  m.shadow_stage.assign(shadow.begin(), shadow.end());
   m.for_each_piece([&](int target, MPI_Aint disp, std::size_t off, int n) {
-    ASYNCPS_MPI_CHECK(MPI_Accumulate(shadow.data() + off, n, MPI_FLOAT, target, disp, n, MPI_FLOAT, MPI_REPLACE,
-                                     m.win.shadow.get()));
+    MPI_Request r;
+    ASYNCPS_MPI_CHECK(MPI_Raccumulate(m.shadow_stage.data() + off, n, MPI_FLOAT, target, disp, n, MPI_FLOAT, MPI_REPLACE,
+                                      m.win.shadow.get(), &r));
+    m.shadow_requests.push_back(r);
   });
-  m.flush(m.win.shadow);
-  m.fetch_and_add(detail::ctrl::kShadowValid, 1, MPI_SUM);
+  if (!m.shadow_stored) {  // the first store is complete before the servers call the shadow valid
+    m.waitall(m.shadow_requests);
+    m.flush(m.win.shadow);
+    m.fetch_and_add(detail::ctrl::kShadowValid, 1, MPI_SUM);
+    m.shadow_stored = true;
+  }  // later ones complete in the background (each element whole: MPI_REPLACE is atomic)
+  m.timeline.span("store EMA shadow", t0, Clock::now());
 }
 
 bool WorkerClient::load_shadow(std::span<float> shadow) {

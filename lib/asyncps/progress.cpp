@@ -1,0 +1,134 @@
+// defines: ProgressEngine
+#include "progress.h"
+
+#include <algorithm>
+#include <thread>
+
+#include "check.h"
+#include "timeline.h"
+
+namespace asyncps::detail {
+
+namespace {
+using Clock = std::chrono::steady_clock;
+constexpr auto kRescanEvery = std::chrono::milliseconds(100);
+constexpr int kFirstBackoffUs = 100;  // the first sleep after activity (then 200, 400, ... poll_us)
+}  // namespace
+
+ProgressEngine::ProgressEngine(ProgressConfig config, Timeline* timeline) : config_(config), timeline_(timeline) {
+  if (config_.wake_on_sockets) waiter_.rescan();
+}
+
+void ProgressEngine::run_until(MPI_Request& request, const std::function<void()>& each_tick) {
+  auto last_tick = Clock::now(), last_scan = last_tick;
+  Clock::time_point busy_until{};  // wake mode: keep entering MPI until then (spin_us)
+  Clock::time_point busy_since{};  // start of the current active period (timeline span)
+  bool busy = false;
+  int backoff_us = config_.poll_us;  // the next sleep's bound: short right after activity
+  int done = 0;
+  for (;;) {
+    ASYNCPS_MPI_CHECK(MPI_Test(&request, &done, MPI_STATUS_IGNORE));  // enters the progress engine
+    ++stats_.rounds;
+    auto now = Clock::now();
+    if (done) {
+      if (busy && timeline_) timeline_->span("serve", busy_since, now);
+      return;
+    }
+    if (each_tick && now - last_tick >= std::chrono::microseconds(config_.tick_us)) {
+      each_tick();
+      last_tick = now;
+    }
+    if (!config_.wake_on_sockets) {
+      std::this_thread::sleep_for(std::chrono::microseconds(config_.poll_us));
+      continue;
+    }
+    if (now < busy_until) {  // operations are arriving: look again at once
+      if (waiter_.wait(0)) busy_until = now + std::chrono::microseconds(config_.spin_us);
+      continue;
+    }
+    if (!waiter_.usable() || now - last_scan >= kRescanEvery) {
+      waiter_.rescan();
+      last_scan = now;
+    }
+    const auto to_tick = std::chrono::duration_cast<std::chrono::microseconds>(
+        last_tick + std::chrono::microseconds(config_.tick_us) - now);
+    const int sleep_us = std::clamp(static_cast<int>(to_tick.count()), 0, std::min(backoff_us, config_.poll_us));
+    if (!waiter_.usable()) {
+      std::this_thread::sleep_for(std::chrono::microseconds(sleep_us));
+      continue;
+    }
+    if (!waiter_.wait(sleep_us)) {
+      // Nothing arrived. Open MPI may still hold work it completes only on later entries
+      // (nothing wakes us for that): the sleeps after activity start short and double.
+      backoff_us = std::min(2 * backoff_us, config_.poll_us);
+      if (busy && backoff_us >= config_.poll_us) {
+        busy = false;
+        if (timeline_) timeline_->span("serve", busy_since, now);
+      }
+      continue;
+    }
+    ++stats_.wakeups;
+    now = Clock::now();
+    if (!busy) busy_since = now;
+    busy = true;
+    busy_until = now + std::chrono::microseconds(config_.spin_us);
+    backoff_us = kFirstBackoffUs;
+    // One entry after a wake-up is not enough: Open MPI finishes what arrived (sends the
+    // replies) over the next few entries, and no socket wakes us for that. A burst of entries
+    // completes it (measured: 1 entry left a reply waiting for the next timeout in most steps).
+    for (int i = 0; i < config_.burst; ++i) {
+      ASYNCPS_MPI_CHECK(MPI_Test(&request, &done, MPI_STATUS_IGNORE));
+      ++stats_.rounds;
+      if (done) break;
+    }
+  }
+}
+
+}  // namespace asyncps::detail
+
+namespace asyncps::detail {
+
+void RequestWaiter::wait(MPI_Request& req) {
+  std::vector<MPI_Request> one{req};
+  wait_all(one);
+  req = MPI_REQUEST_NULL;
+}
+
+void RequestWaiter::wait_all(std::vector<MPI_Request>& reqs) {
+  if (reqs.empty()) return;
+  const int n = static_cast<int>(reqs.size());
+  if (!sleep_) {
+    ASYNCPS_MPI_CHECK(MPI_Waitall(n, reqs.data(), MPI_STATUSES_IGNORE));
+    reqs.clear();
+    return;
+  }
+  const auto t0 = Clock::now();
+  int done = 0, backoff_us = kFirstBackoffUs / 2;
+  for (;;) {
+    ASYNCPS_MPI_CHECK(MPI_Testall(n, reqs.data(), &done, MPI_STATUSES_IGNORE));
+    if (done) break;
+    const auto now = Clock::now();
+    if (now - t0 < std::chrono::microseconds(spin_us_)) continue;
+    if (!sockets_.usable() || now - last_scan_ >= kRescanEvery) {
+      sockets_.rescan();
+      last_scan_ = now;
+    }
+    if (!sockets_.usable()) {
+      std::this_thread::yield();
+      continue;
+    }
+    // short sleeps first, doubling: a wake-up can be missed when MPI completes a request on a
+    // later entry without new bytes arriving
+    if (!sockets_.wait(backoff_us)) {
+      backoff_us = std::min(2 * backoff_us, 1000);
+      continue;
+    }
+    backoff_us = kFirstBackoffUs / 2;
+    for (int i = 0; i < 16 && !done; ++i)  // the burst after a wake-up (see ProgressEngine)
+      ASYNCPS_MPI_CHECK(MPI_Testall(n, reqs.data(), &done, MPI_STATUSES_IGNORE));
+    if (done) break;
+  }
+  reqs.clear();
+}
+
+}  // namespace asyncps::detail

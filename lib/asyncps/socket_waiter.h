@@ -1,0 +1,31 @@
+// defines: asyncps::detail::SocketWaiter
+// Sleeps until bytes arrive on any of this process's sockets (Linux: /proc/self/fd). Under
+// Open MPI's TCP transport the library's one-sided traffic arrives on sockets that only the
+// main thread reads (inside MPI calls), so "a socket is readable" means "something is waiting
+// for this rank to enter MPI": the server can sleep in poll(2) instead of on a timer and still
+// answer within a wake-up latency. Sockets that other threads serve (Open MPI's run-time
+// connection to its daemon) can wake it spuriously; that costs one MPI_Test.
+#pragma once
+#include <poll.h>
+
+#include <cstddef>
+#include <vector>
+
+namespace asyncps::detail {
+
+class SocketWaiter {
+ public:
+  // Re-reads the set of sockets (new connections are made lazily, on first use).
+  void rescan();
+  // True when the last rescan found at least one socket to watch.
+  bool usable() const noexcept { return !fds_.empty(); }
+  std::size_t sockets() const noexcept { return fds_.size(); }
+  // Sleeps until a watched socket is readable or `timeout_us` passes (0: just checks).
+  // Returns true when a socket is readable.
+  bool wait(int timeout_us);
+
+ private:
+  std::vector<pollfd> fds_;
+};
+
+}  // namespace asyncps::detail
