@@ -44,7 +44,9 @@ struct Options {
   Mode mode = Mode::Async;
   int staleness = 0;              // SSP bound s (Mode::Ssp only)
   bool staleness_lr = false;      // scale each async/ssp update by 1/max(1, tau) (Zhang et al., IJCAI 2016)
-  bool overlap = false;           // async/ssp: end_step's push stays in flight during the next compute
+  // async: the next step's claim and pull are prefetched during this compute and the push flies
+  // during the next one (one step more staleness); ssp: only the push is deferred
+  bool overlap = false;
   PullMethod pull = PullMethod::GetAccumulate;
   ServerProgress server_progress = ServerProgress::Auto;
   // The longest a server sleeps between entries into MPI. -1 (auto): 10 ms, except 1 ms in

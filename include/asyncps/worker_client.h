@@ -38,6 +38,7 @@ struct WorkerStats {
   std::uint64_t mode_waits = 0;    // begin_step calls that had to wait at least once
   std::int64_t max_clock_gap = 0;  // ssp: largest (my clock - slowest clock) seen when a step began
   std::uint64_t dropped = 0;       // end_step updates not applied because the job was complete
+                                   // (0 since begin_step claims the step: kept for callers)
   std::uint64_t nonfinite = 0;     // end_step gradients with NaN or Inf, never pushed
 };
 
@@ -88,18 +89,22 @@ class WorkerClient {
   //     float loss = model.loss_and_grad(params, batch, grad);
   //     w.end_step(grad, -lr(s->global_step));                   // applies the update
   //   }
-  // async: no waiting; end_step claims a global step and accumulates scale*grad.
+  // async: no waiting; begin_step claims a global step and pulls in one round trip (one atomic
+  //        on [step, halt, done] beside the pulls); end_step sends scale*grad, completed inside
+  //        the next begin_step. Options::overlap also prefetches the next claim and pull during
+  //        the compute (one step more staleness).
   // sync:  begin_step waits until the previous round's mean update is applied; end_step adds
   //        scale*grad/W to the servers' accumulation buffer; the last of the W workers to arrive
   //        applies the sum to the arena once and moves the global step and version.
   // ssp:   begin_step waits (sleeping, backing off) while the slowest worker's clock is below
-  //        this worker's clock - staleness; end_step is async's plus a clock tick.
-  // begin_step returns nothing once the global step has reached `limit`.
+  //        this worker's clock - staleness, then claims and pulls; end_step is async's plus a
+  //        clock tick.
+  // begin_step returns nothing once the global step has reached `limit` (or a worker halted);
+  // in async/ssp the step it returns is already this worker's, so end_step always lands.
   std::optional<StepStart> begin_step(std::span<float> params, std::int64_t limit);
   // A gradient holding NaN or Inf is never pushed (sync: this worker adds nothing to the round);
-  // it is counted in stats().nonfinite and still spends its global step, so a job whose
-  // gradients all go bad ends on schedule instead of spinning. An update that finds the job complete is dropped
-  // (async/ssp; counted in stats().dropped).
+  // it is counted in stats().nonfinite and still spends its global step (and SSP clock), so a
+  // job whose gradients all go bad ends on schedule instead of spinning.
   StepEnd end_step(std::span<const float> grad, float scale);
 
   // Asks every worker to stop: their next begin_step returns nothing (e.g. --halt_on_nonfinite).

@@ -22,16 +22,17 @@ ProgressEngine::ProgressEngine(ProgressConfig config, Timeline* timeline) : conf
 void ProgressEngine::run_until(MPI_Request& request, const std::function<void()>& each_tick) {
   auto last_tick = Clock::now(), last_scan = last_tick;
   Clock::time_point busy_until{};  // wake mode: keep entering MPI until then (spin_us)
-  Clock::time_point busy_since{};  // start of the current active period (timeline span)
+  Clock::time_point busy_since{}, busy_end{};  // the current active period (timeline span)
   bool busy = false;
   int backoff_us = config_.poll_us;  // the next sleep's bound: short right after activity
   int done = 0;
   for (;;) {
+    const auto entered = config_.wake_on_sockets || !timeline_ ? Clock::time_point{} : Clock::now();
     ASYNCPS_MPI_CHECK(MPI_Test(&request, &done, MPI_STATUS_IGNORE));  // enters the progress engine
     ++stats_.rounds;
     auto now = Clock::now();
     if (done) {
-      if (busy && timeline_) timeline_->span("serve", busy_since, now);
+      if (busy && timeline_) timeline_->span("serve", busy_since, busy_end);
       return;
     }
     if (each_tick && now - last_tick >= std::chrono::microseconds(config_.tick_us)) {
@@ -39,6 +40,7 @@ void ProgressEngine::run_until(MPI_Request& request, const std::function<void()>
       last_tick = now;
     }
     if (!config_.wake_on_sockets) {
+      if (timeline_) timeline_->span("serve (poll)", entered, Clock::now());
       std::this_thread::sleep_for(std::chrono::microseconds(config_.poll_us));
       continue;
     }
@@ -61,9 +63,9 @@ void ProgressEngine::run_until(MPI_Request& request, const std::function<void()>
       // Nothing arrived. Open MPI may still hold work it completes only on later entries
       // (nothing wakes us for that): the sleeps after activity start short and double.
       backoff_us = std::min(2 * backoff_us, config_.poll_us);
-      if (busy && backoff_us >= config_.poll_us) {
+      if (busy) {  // the active period ended when the last burst did
         busy = false;
-        if (timeline_) timeline_->span("serve", busy_since, now);
+        if (timeline_) timeline_->span("serve", busy_since, busy_end);
       }
       continue;
     }
@@ -81,6 +83,8 @@ void ProgressEngine::run_until(MPI_Request& request, const std::function<void()>
       ++stats_.rounds;
       if (done) break;
     }
+    busy_end = Clock::now();
+    if (waiter_.connection_pending()) last_scan = Clock::time_point{};  // watch the new connection
   }
 }
 
@@ -126,6 +130,7 @@ void RequestWaiter::wait_all(std::vector<MPI_Request>& reqs) {
     backoff_us = kFirstBackoffUs / 2;
     for (int i = 0; i < 16 && !done; ++i)  // the burst after a wake-up (see ProgressEngine)
       ASYNCPS_MPI_CHECK(MPI_Testall(n, reqs.data(), &done, MPI_STATUSES_IGNORE));
+    if (sockets_.connection_pending()) last_scan_ = std::chrono::steady_clock::time_point{};
     if (done) break;
   }
   reqs.clear();

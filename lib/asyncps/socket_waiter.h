@@ -23,9 +23,14 @@ class SocketWaiter {
   // Sleeps until a watched socket is readable or `timeout_us` passes (0: just checks).
   // Returns true when a socket is readable.
   bool wait(int timeout_us);
+  // Whether the last wait() saw a listening socket ready (a new connection: rescan after MPI
+  // has accepted it).
+  bool connection_pending() const noexcept { return connection_pending_; }
 
  private:
   std::vector<pollfd> fds_;
+  std::vector<bool> listening_;
+  bool connection_pending_ = false;
 };
 
 }  // namespace asyncps::detail

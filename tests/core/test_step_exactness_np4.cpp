@@ -1,0 +1,80 @@
+// Proves: begin_step/end_step in async mode (the claim fused with the pull, the push completed
+// inside the next step, and under overlap the next claim and pull prefetched during compute)
+// apply exactly `limit` updates in all however the workers race, each update whole; every
+// update's staleness is recorded once; a prefetched claim left over at the end is given back
+// (the final global step is exactly the limit). Run with 2 ranks (1 worker: the staleness is
+// known exactly: 0 without overlap, 1 with it, the last update 0) and 4 ranks (3 workers), and
+// over osc pt2pt and TCP (ctest core_step_exactness_pt2pt_tcp_np4).
+#include <catch2/catch.hpp>
+
+#include "asyncps/parameter_server.h"
+#include "asyncps/worker_client.h"
+#include "test_helpers.h"
+
+using namespace asyncps;
+
+namespace {
+
+// worker w's gradient: element i gets (w + 1) * (i % 7 + 1); each update is applied with scale 1
+float increment(int w, std::size_t i) { return static_cast<float>((w + 1) * (static_cast<int>(i % 7) + 1)); }
+
+void run(bool overlap) {
+  const std::size_t arena = 9098;  // the MNIST arena's size
+  const std::int64_t limit = static_cast<std::int64_t>(test::env_size("ASYNCPS_TEST_STEPS", 600));
+  ParamLayout layout;
+  layout.add("arena", {static_cast<std::int64_t>(arena)});
+  Session session(MPI_COMM_WORLD, layout, {.num_servers = 1, .overlap = overlap});
+  const Roles& roles = session.roles();
+  INFO("overlap " << overlap << ", rank " << roles.rank);
+  if (roles.is_server()) {
+    ParameterServer ps(session, std::vector<float>(arena, 0.f));
+    ps.serve();
+    CHECK(ps.final_step() == limit);
+    // every worker's count of applied updates: the arena must be exactly their sum
+    const std::vector<long long> applied = test::gather_to_all({-1});
+    long long total = 0;
+    for (long long a : applied) total += a > 0 ? a : 0;
+    CHECK(total == limit);
+    const auto shard = ps.snapshot();
+    std::size_t wrong = 0;
+    for (std::size_t i = 0; i < shard.size(); ++i) {
+      float expect = 0;
+      for (int w = 0; w < roles.num_workers(); ++w)
+        expect += static_cast<float>(applied[static_cast<std::size_t>(roles.num_servers + w)]) * increment(w, i);
+      wrong += shard[i] != expect;
+    }
+    CHECK(wrong == 0);
+    return;
+  }
+  WorkerClient w(session);
+  std::vector<float> params(arena), grad(arena);
+  for (std::size_t i = 0; i < arena; ++i) grad[i] = increment(roles.worker_index(), i);
+  long long applied = 0;
+  while (auto s = w.begin_step(params, limit)) {
+    CHECK(s->global_step < limit);
+    const StepEnd e = w.end_step(grad, 1.0f);
+    CHECK(e.applied);
+    CHECK(e.global_step == s->global_step + 1);
+    ++applied;
+  }
+  w.finish();
+  CHECK(w.final_step() == limit);
+  CHECK(w.stats().dropped == 0);
+  (void)test::gather_to_all({applied});
+  if (roles.is_chief()) {
+    const StalenessHistogram& tau = w.job_staleness();
+    CHECK(tau.count() == static_cast<std::uint64_t>(limit));  // every update recorded once
+    if (roles.num_workers() == 1) {  // the only updates in between are this worker's own
+      CHECK(tau.max() == (overlap ? 1 : 0));
+      CHECK(tau.percentile(50) == (overlap ? 1 : 0));
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("async steps apply exactly the limit: claim fused with the pull", "[mpi][exactness]") { run(false); }
+
+TEST_CASE("async steps apply exactly the limit: next claim and pull prefetched (overlap)", "[mpi][exactness]") {
+  run(true);
+}
