@@ -2,6 +2,8 @@
 //
 //   mpirun -np 2 build/bin/bench_push_pull [--min_bytes 4] [--max_bytes 67108864]
 //                                          [--csv out.csv] [--json out.json] [--ps 1]
+//                                          [--chunk_bytes B] [--server_progress auto|poll|wake]
+//                                          [--server_poll_us U] [--server_spin_us U] [--timeline F]
 //   mpirun -np 4 --oversubscribe build/bin/bench_push_pull ...   # 3 workers at once
 //
 // Rank 0 serves; every other rank is a worker running the same loop at the same time (they
@@ -231,6 +233,7 @@ int main(int argc, char** argv) {
       else if (a == "--ps") options.num_servers = std::stoi(argv[i + 1]);
       else if (a == "--chunk_bytes") options.chunk_bytes = std::stoull(argv[i + 1]);
       else if (a == "--server_poll_us") options.server_poll_us = std::stoi(argv[i + 1]);
+      else if (a == "--timeline") options.timeline = argv[i + 1];  // its cost: compare bestep with and without
       else if (a == "--server_spin_us") options.server_spin_us = std::stoi(argv[i + 1]);
       else if (a == "--server_progress") {
         const std::string v = argv[i + 1];

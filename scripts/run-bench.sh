@@ -7,13 +7,16 @@
 #      Hogwild with 2 processes (channels_last + OpenBLAS, 1 thread each)
 #   5. bench/summarize.py: build/bench-results/summary.{json,csv,txt}, the target table
 #   6. scripts/plot-bench.py: rma_bandwidth.png and throughput.png into the results directory
+#   7. bench/multihost.sh: mnist_async across the simulated hosts next to one host (1+1, 1+2,
+#      2+2, with and without --overlap), server CPU, push/pull across hosts, TCP's own limit;
+#      its table, multihost.csv and multihost.png go to <results>/multihost (SKIP_MULTIHOST=1)
 # Usage: scripts/run-bench.sh [BUILD_DIR=build]
 # Environment: REPEATS (mnist_async and torch runs per configuration, median kept; default 3),
 #   RESULTS (default <BUILD_DIR>/bench-results), DATA_DIR (default data/mnist),
 #   LOAD_MAX (wait until the 1-minute load is below it before starting; default 1.0),
 #   LOAD_WAIT_START_S (at most this long; default 300), LOAD_WAIT_S (before each measurement wait
 #   at most this long for other runnable tasks to go; default 30): see quiet() and load.csv,
-#   SKIP_TORCH=1, SKIP_RMA=1 (for quick runs).
+#   SKIP_TORCH=1, SKIP_RMA=1, SKIP_MULTIHOST=1 (for quick runs).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
@@ -150,6 +153,13 @@ if [[ -z ${SKIP_TORCH:-} ]] && $PY -c 'import torch' 2>/dev/null; then
   fi
 else
   echo "run-bench: PyTorch not found (or SKIP_TORCH): the PyTorch rows are left out"
+fi
+
+# ---------------------------------------------------------------- 7. across hosts
+if [[ -z ${SKIP_MULTIHOST:-} ]]; then
+  section "across hosts: bench/multihost.sh (network namespaces; skipped where they cannot be made)"
+  quiet multihost
+  RESULTS="$RESULTS" DATA_DIR="$DATA_DIR" REPEATS="$REPEATS" bench/multihost.sh "$BUILD" 2>&1 | tee "$RESULTS/multihost.txt"
 fi
 
 # ---------------------------------------------------------------- 5. summary, 6. plots

@@ -2,6 +2,8 @@
 #include "asyncps/worker_client.h"
 
 #include <algorithm>
+#include <bit>
+#include <cstdint>
 #include <chrono>
 #include <cmath>
 #include <string>
@@ -23,6 +25,14 @@ namespace asyncps {
 
 namespace {
 using Clock = std::chrono::steady_clock;
+constexpr std::size_t kPushSlots = 4;  // staging slots of a pipelined push (chunk_bytes each)
+// True when no element is NaN or Inf (exponent bits all ones): an integer OR-reduction, which
+// the compiler vectorises (std::isfinite in a loop does not: about 0.4 vs 3 us for 9,098 floats).
+bool all_finite(std::span<const float> v) {
+  std::uint32_t bad = 0;
+  for (float f : v) bad |= static_cast<std::uint32_t>((std::bit_cast<std::uint32_t>(f) & 0x7f800000u) == 0x7f800000u);
+  return bad == 0;
+}
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 }  // namespace
 
@@ -88,6 +98,7 @@ struct WorkerClient::Impl {
 
   explicit Impl(Session& s) : session(s), timeline(!s.options().timeline.empty()) {}
 
+  bool by_request = true;        // complete by request (transport needs the target) or by flush (one node)
   detail::RequestWaiter waiter;  // sleeps on sockets while waiting when the transport needs the target
   void waitall(std::vector<MPI_Request>& reqs) { waiter.wait_all(reqs); }
 
@@ -101,8 +112,27 @@ struct WorkerClient::Impl {
     waitall(r);
   }
 
-  // Requests: claim one step (fetching [step, halt, done] before the +1) and pull into `dst`.
+  // Claims one step (fetching [step, halt, done] before the +1) and pulls into `dst`; complete
+  // with finish_claim. By request when the transport needs the target (the data coming back
+  // completes them: one wait, no flush round trip); on one node (osc rdma) as plain operations
+  // completed by one flush per window, the faster form there (a hardware fetch-and-op).
   void start_claim_and_pull(float* dst, std::int64_t* result, std::vector<MPI_Request>& reqs) {
+    if (!by_request) {
+      ASYNCPS_MPI_CHECK(MPI_Fetch_and_op(&claim_add[0], &result[0], MPI_INT64_T, detail::ctrl::kControlRank,
+                                         detail::ctrl::kGlobalStep, MPI_SUM, win.control.get()));
+      ASYNCPS_MPI_CHECK(MPI_Get_accumulate(nullptr, 0, MPI_INT64_T, result + 1, 2, MPI_INT64_T,
+                                           detail::ctrl::kControlRank, detail::ctrl::kHalt, 2, MPI_INT64_T, MPI_NO_OP,
+                                           win.control.get()));
+      const bool atomic = options().pull == PullMethod::GetAccumulate;
+      for_each_piece([&](int target, MPI_Aint disp, std::size_t off, int n) {
+        if (atomic)
+          ASYNCPS_MPI_CHECK(MPI_Get_accumulate(nullptr, 0, MPI_FLOAT, dst + off, n, MPI_FLOAT, target, disp, n,
+                                               MPI_FLOAT, MPI_NO_OP, win.params.get()));
+        else
+          ASYNCPS_MPI_CHECK(MPI_Get(dst + off, n, MPI_FLOAT, target, disp, n, MPI_FLOAT, win.params.get()));
+      });
+      return;
+    }
     MPI_Request r;
     ASYNCPS_MPI_CHECK(MPI_Rget_accumulate(claim_add, 3, MPI_INT64_T, result, 3, MPI_INT64_T, detail::ctrl::kControlRank,
                                           detail::ctrl::kGlobalStep, 3, MPI_INT64_T, MPI_SUM, win.control.get(), &r));
@@ -122,6 +152,13 @@ struct WorkerClient::Impl {
         ASYNCPS_MPI_CHECK(MPI_Rget(dst + off, n, MPI_FLOAT, target, disp, n, MPI_FLOAT, w, &r));
       reqs.push_back(r);
     });
+  }
+
+  void finish_claim(std::vector<MPI_Request>& reqs) {
+    if (by_request) return waitall(reqs);
+    ASYNCPS_MPI_CHECK(MPI_Win_flush(detail::ctrl::kControlRank, win.control.get()));  // also an SSP clock tick
+    flush(win.params);  // also completes the last push
+    remote_incomplete = false;
   }
 
   // Every claim reports the steps claimed before it: the updates pushed before it was sent
@@ -152,7 +189,7 @@ struct WorkerClient::Impl {
   // Ends everything still in flight: the prefetched claim is given back (never used).
   void settle() {
     if (prefetching) {
-      waitall(prefetch_requests);
+      finish_claim(prefetch_requests);
       prefetching = false;
       resolve(claim_next[0]);
       fetch_and_add(detail::ctrl::kGlobalStep, -1, MPI_SUM);
@@ -318,6 +355,7 @@ WorkerClient::WorkerClient(Session& session) : impl_(std::make_unique<Impl>(sess
   if (!session.roles().is_worker())
     throw ConfigError("rank " + std::to_string(session.roles().rank) + " is a server, not a worker");
   impl_->chunk_floats = std::max<std::size_t>(1, session.options().chunk_bytes / sizeof(float));
+  impl_->by_request = session.server_progress() == ServerProgress::Wake;
   impl_->waiter = detail::RequestWaiter(session.server_progress() == ServerProgress::Wake, session.options().wait_spin_us);
   impl_->win = detail::open_windows(session);
   impl_->lock_params = detail::LockAll(impl_->win.params.get());
@@ -365,18 +403,36 @@ void WorkerClient::push(std::span<const float> grad, float scale) {
   m.check_size(grad.size(), "WorkerClient::push");
   if (m.drained) throw Error("WorkerClient::push after drain(): this worker said it was done updating");
   const auto t0 = Clock::now();
-  // Blocking: plain MPI_Accumulate (no request objects on the hot path). Each piece (at most
-  // chunk_bytes) is scaled into a small staging buffer that stays in cache, accumulated, and
-  // completed locally before the buffer is reused: one pass over the gradient, not two.
-  const std::size_t piece = std::min(m.chunk_floats, m.arena());
-  m.push_buffer.resize(piece);
-  float* scaled = m.push_buffer.data();
   const MPI_Win w = m.win.params.get();
-  m.for_each_piece([&](int target, MPI_Aint disp, std::size_t off, int n) {
-    for (int i = 0; i < n; ++i) scaled[i] = scale * grad[off + static_cast<std::size_t>(i)];  // scale * grad
-    ASYNCPS_MPI_CHECK(MPI_Accumulate(scaled, n, MPI_FLOAT, target, disp, n, MPI_FLOAT, MPI_SUM, w));
-    ASYNCPS_MPI_CHECK(MPI_Win_flush_local(target, w));  // the buffer may be reused now
-  });
+  if (m.arena() <= m.chunk_floats && m.session.plan().shards().size() == 1) {
+    // One piece: plain MPI_Accumulate from a staging buffer that stays in cache (no request
+    // objects on the hot path), completed locally before the buffer is reused.
+    m.push_buffer.resize(m.arena());
+    float* scaled = m.push_buffer.data();
+    m.for_each_piece([&](int target, MPI_Aint disp, std::size_t off, int n) {
+      for (int i = 0; i < n; ++i) scaled[i] = scale * grad[off + static_cast<std::size_t>(i)];  // scale * grad
+      ASYNCPS_MPI_CHECK(MPI_Accumulate(scaled, n, MPI_FLOAT, target, disp, n, MPI_FLOAT, MPI_SUM, w));
+      ASYNCPS_MPI_CHECK(MPI_Win_flush_local(target, w));
+    });
+  } else {
+    // Many pieces: pipelined. A ring of kPushSlots chunk-sized staging buffers; piece k is
+    // scaled into slot k % kPushSlots once that slot's last MPI_Raccumulate has completed
+    // locally, so scaling the next piece, sending this one and the server adding the one
+    // before overlap (about 2x the throughput of one piece at a time across hosts).
+    const std::size_t slot_floats = std::min(m.chunk_floats, m.arena());
+    m.push_buffer.resize(slot_floats * kPushSlots);
+    std::vector<MPI_Request> slot_req(kPushSlots, MPI_REQUEST_NULL);
+    std::size_t k = 0;
+    m.for_each_piece([&](int target, MPI_Aint disp, std::size_t off, int n) {
+      const std::size_t slot = k++ % kPushSlots;
+      if (slot_req[slot] != MPI_REQUEST_NULL) m.waiter.wait(slot_req[slot]);
+      float* scaled = m.push_buffer.data() + slot * slot_floats;
+      for (int i = 0; i < n; ++i) scaled[i] = scale * grad[off + static_cast<std::size_t>(i)];  // scale * grad
+      ASYNCPS_MPI_CHECK(MPI_Raccumulate(scaled, n, MPI_FLOAT, target, disp, n, MPI_FLOAT, MPI_SUM, w, &slot_req[slot]));
+    });
+    std::erase(slot_req, MPI_REQUEST_NULL);
+    m.waitall(slot_req);
+  }
   m.flush(m.win.params);
   ++m.stats.pushes;
   m.stats.push_seconds += seconds_since(t0);
@@ -507,7 +563,7 @@ std::optional<StepStart> WorkerClient::begin_step(std::span<float> params, std::
   const auto t0 = Clock::now();
   const std::int64_t* got = m.claim_now;
   if (m.prefetching) {  // overlap: claimed and pulled while the last gradient was computed
-    m.waitall(m.prefetch_requests);
+    m.finish_claim(m.prefetch_requests);
     m.prefetching = false;
     std::copy(m.prefetch_params.begin(), m.prefetch_params.end(), params.begin());
     got = m.claim_next;
@@ -517,7 +573,7 @@ std::optional<StepStart> WorkerClient::begin_step(std::span<float> params, std::
     m.unresolved.clear();
     std::vector<MPI_Request> reqs;
     m.start_claim_and_pull(params.data(), m.claim_now, reqs);
-    m.waitall(reqs);
+    m.finish_claim(reqs);
   }
   m.complete_push();  // (usually long complete: it left before the claim and pull)
   const std::int64_t before = got[0], halt = got[1];
@@ -551,8 +607,8 @@ StepEnd WorkerClient::end_step(std::span<const float> grad, float scale) {
   m.end_compute();
   const Mode mode = m.options().mode;
   StepEnd out;
-  // NaN or Inf never reaches the arena: one pass over the gradient (about 2 us for 9,098 floats)
-  out.nonfinite = !std::all_of(grad.begin(), grad.end(), [](float g) { return std::isfinite(g); });
+  // NaN or Inf never reaches the arena: one vectorised pass over the gradient's bits
+  out.nonfinite = !all_finite(grad);
   if (out.nonfinite) ++m.stats.nonfinite;
   if (mode == Mode::Sync) {
     const auto t0 = Clock::now();
@@ -586,6 +642,10 @@ StepEnd WorkerClient::end_step(std::span<const float> grad, float scale) {
     for (std::size_t i = 0; i < grad.size(); ++i) scaled[i] = scale * grad[i];  // scale * grad
     const MPI_Win w = m.win.params.get();
     m.for_each_piece([&](int target, MPI_Aint disp, std::size_t off, int n) {
+      if (!m.by_request) {  // completed by the next begin_step's flush (one node)
+        ASYNCPS_MPI_CHECK(MPI_Accumulate(scaled + off, n, MPI_FLOAT, target, disp, n, MPI_FLOAT, MPI_SUM, w));
+        return;
+      }
       MPI_Request r;
       ASYNCPS_MPI_CHECK(MPI_Raccumulate(scaled + off, n, MPI_FLOAT, target, disp, n, MPI_FLOAT, MPI_SUM, w, &r));
       m.push_requests.push_back(r);
@@ -593,7 +653,11 @@ StepEnd WorkerClient::end_step(std::span<const float> grad, float scale) {
     ++m.stats.pushes;
     out.applied = true;
   }
-  if (mode == Mode::Ssp) {
+  if (mode == Mode::Ssp && !m.by_request) {
+    ASYNCPS_MPI_CHECK(MPI_Accumulate(&m.clock_tick, 1, MPI_INT64_T, detail::ctrl::kControlRank,
+                                     detail::ctrl::kClocks + worker_index(), 1, MPI_INT64_T, MPI_SUM,
+                                     m.win.control.get()));
+  } else if (mode == Mode::Ssp) {
     MPI_Request r;
     ASYNCPS_MPI_CHECK(MPI_Raccumulate(&m.clock_tick, 1, MPI_INT64_T, detail::ctrl::kControlRank,
                                       detail::ctrl::kClocks + worker_index(), 1, MPI_INT64_T, MPI_SUM,
