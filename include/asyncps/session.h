@@ -86,6 +86,9 @@ class Session {
   int server_poll_us() const noexcept;
   // Ranks of the session on this rank's node (this one included).
   int node_ranks() const noexcept { return node_ranks_; }
+  // Whether some other rank on this node may talk to this one over shared memory (Open MPI's
+  // vader/sm transport not excluded): its messages wake no socket.
+  bool shared_memory_neighbours() const noexcept;
 
  private:
   MPI_Comm comm_ = MPI_COMM_NULL;

@@ -107,7 +107,7 @@ void RequestWaiter::wait_all(std::vector<MPI_Request>& reqs) {
     return;
   }
   const auto t0 = Clock::now();
-  int done = 0, backoff_us = kFirstBackoffUs / 2;
+  int done = 0, backoff_us = std::min(kFirstBackoffUs / 2, max_sleep_us_);
   for (;;) {
     ASYNCPS_MPI_CHECK(MPI_Testall(n, reqs.data(), &done, MPI_STATUSES_IGNORE));
     if (done) break;
@@ -124,10 +124,10 @@ void RequestWaiter::wait_all(std::vector<MPI_Request>& reqs) {
     // short sleeps first, doubling: a wake-up can be missed when MPI completes a request on a
     // later entry without new bytes arriving
     if (!sockets_.wait(backoff_us)) {
-      backoff_us = std::min(2 * backoff_us, 1000);
+      backoff_us = std::min(2 * backoff_us, max_sleep_us_);
       continue;
     }
-    backoff_us = kFirstBackoffUs / 2;
+    backoff_us = std::min(kFirstBackoffUs / 2, max_sleep_us_);
     for (int i = 0; i < 16 && !done; ++i)  // the burst after a wake-up (see ProgressEngine)
       ASYNCPS_MPI_CHECK(MPI_Testall(n, reqs.data(), &done, MPI_STATUSES_IGNORE));
     if (sockets_.connection_pending()) last_scan_ = std::chrono::steady_clock::time_point{};

@@ -65,13 +65,17 @@ class ProgressEngine {
 class RequestWaiter {
  public:
   RequestWaiter() = default;
-  RequestWaiter(bool sleep_on_sockets, int spin_us) : sleep_(sleep_on_sockets), spin_us_(spin_us) {}
+  // `max_sleep_us`: the longest single sleep (short when replies may come over shared memory,
+  // which wakes no socket).
+  RequestWaiter(bool sleep_on_sockets, int spin_us, int max_sleep_us = 1000)
+      : sleep_(sleep_on_sockets), spin_us_(spin_us), max_sleep_us_(max_sleep_us) {}
   void wait_all(std::vector<MPI_Request>& reqs);
   void wait(MPI_Request& req);
 
  private:
   bool sleep_ = false;
   int spin_us_ = 50;
+  int max_sleep_us_ = 1000;
   SocketWaiter sockets_;
   std::chrono::steady_clock::time_point last_scan_{};
 };

@@ -105,9 +105,11 @@ ServerProgress Session::server_progress() const noexcept {
   return single_node_ && !pt2pt_forced() ? ServerProgress::Poll : ServerProgress::Wake;
 }
 
+bool Session::shared_memory_neighbours() const noexcept { return node_ranks_ > 1 && shared_memory_btl(); }
+
 int Session::server_poll_us() const noexcept {
   if (options_.server_poll_us >= 0) return options_.server_poll_us;
-  if (server_progress() == ServerProgress::Wake && node_ranks_ > 1 && shared_memory_btl()) return 1000;
+  if (server_progress() == ServerProgress::Wake && shared_memory_neighbours()) return 1000;
   return 10000;
 }
 
