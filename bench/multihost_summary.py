@@ -35,6 +35,20 @@ def runs(name, where, pattern):
 SPS = r"Done: .* in [0-9.]+ s: ([0-9]+) samples/s"
 CPU = r"server 0: .*\(([0-9.]+)% of a core\)"
 TAU = r"Staleness over .*: mean ([0-9.]+)"
+# worker 0's own accounting: steps, wall, compute -> the time per step that is not compute
+W0 = r"worker 0: ([0-9]+) local steps in ([0-9.]+) s: compute ([0-9.]+) s"
+
+
+def step_split(name, where):
+    """Medians over runs of (compute us per step, other us per step) of worker 0."""
+    comp, other = [], []
+    for p in sorted(glob.glob(os.path.join(D, f"{name}_{where}_r*.txt"))):
+        m = re.search(W0, open(p).read())
+        if m:
+            n, wall, c = int(m.group(1)), float(m.group(2)), float(m.group(3))
+            comp.append(1e6 * c / n)
+            other.append(1e6 * (wall - c) / n)
+    return median(comp), median(other)
 
 tcp = [open(p).read().split() for p in sorted(glob.glob(os.path.join(D, "tcp_r*.txt")))]
 tcp = [t for t in tcp if len(t) >= 4]
@@ -46,7 +60,11 @@ jobs = [("s1w1", "1 server + 1 worker", 0.9), ("s1w1_overlap", "1 + 1, --overlap
         ("s2w2", "2 servers + 2 workers", 0.8), ("s2w2_overlap", "2 + 2, --overlap", 0.8)]
 rows = []
 print(f"# mnist_async across hosts (netns, TCP, osc pt2pt) vs one host (shared memory, osc rdma); medians")
-print(f"{'job':24s} {'one host':>10s} {'across':>10s} {'ratio':>6s} {'target':>7s} {'server CPU':>11s} {'tau':>5s}")
+print("# (other/step: worker 0's wall time per step that is not compute, i.e. communication and")
+print("#  waiting, one host -> across hosts, us; 'at equal compute': the ratio those give with the")
+print("#  one-host compute time per step, free of the compute-speed noise between runs)")
+print(f"{'job':24s} {'one host':>10s} {'across':>10s} {'ratio':>6s} {'target':>7s} {'server CPU':>11s} {'tau':>5s}"
+      f" {'other/step us':>15s} {'at equal compute':>17s}")
 for key, label, target in jobs:
     one = median(runs(key, "one", SPS))
     across = median(runs(key, "across", SPS))
@@ -57,10 +75,15 @@ for key, label, target in jobs:
     ratio = across / one if one and across else None
     ok = "ok" if ratio is not None and ratio >= target else "MISSED"
     fmt = lambda v, f: (f % v) if v is not None else "-"
+    c1, o1 = step_split(key, "one")
+    _, o2 = step_split(key, "across")
+    eq = (c1 + o1) / (c1 + o2) if None not in (c1, o1, o2) else None
     print(f"{label:24s} {fmt(one, '%10.0f')} {fmt(across, '%10.0f')} {fmt(ratio, '%6.2f')} "
-          f"{'>=' + str(target):>5s} {ok:6s} {fmt(cpu, '%9.1f%%')} {fmt(tau, '%5.2f')}")
+          f"{'>=' + str(target):>5s} {ok:6s} {fmt(cpu, '%9.1f%%')} {fmt(tau, '%5.2f')}"
+          f" {fmt(o1, '%6.0f')} -> {fmt(o2, '%5.0f')} {fmt(eq, '%17.2f')}")
     rows.append({"job": key, "one_host_sps": one, "across_sps": across, "ratio": ratio, "target": target,
-                 "server_cpu_pct": cpu, "staleness_mean": tau})
+                 "server_cpu_pct": cpu, "staleness_mean": tau, "compute_us_per_step": c1,
+                 "other_us_per_step_one": o1, "other_us_per_step_across": o2, "ratio_at_equal_compute": eq})
 
 idle = grab(os.path.join(D, "idle.txt"), CPU)
 serve1 = median(runs("s1w1", "across", CPU))
