@@ -40,6 +40,7 @@ run: data build
 	mpirun -np $(NP) --hostfile $(HOSTFILE) $(BUILD)/bin/mnist_async --data_dir data/mnist --logdir $(BUILD)/log_async $(RUN_ARGS)
 
 bench: data build
+	@scripts/install-deps.sh --bench
 	scripts/run-bench.sh $(BUILD)
 
 clean:

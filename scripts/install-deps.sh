@@ -4,8 +4,11 @@
 set -euo pipefail
 # the build and its tests (pkg-config: the downstream test; iproute2 + procps: the multi-host and
 # kill tests)
+# (python3: the timeline test reads the trace JSON)
 PKGS=(build-essential cmake pkg-config libopenmpi-dev openmpi-bin libeigen3-dev libboost-program-options-dev catch2
-      iproute2 procps npm)
+      iproute2 procps npm python3)
+# --bench: also what `make bench` compares against and plots with (PyTorch, matplotlib)
+[ "${1:-}" = "--bench" ] && PKGS+=(python3-torch python3-matplotlib)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
