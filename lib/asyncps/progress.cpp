@@ -1,4 +1,4 @@
-// defines: ProgressEngine
+// defines: ProgressEngine, RequestWaiter
 #include "progress.h"
 
 #include <algorithm>
@@ -48,7 +48,7 @@ void ProgressEngine::run_until(MPI_Request& request, const std::function<void()>
       if (waiter_.wait(0)) busy_until = now + std::chrono::microseconds(config_.spin_us);
       continue;
     }
-    if (!waiter_.usable() || now - last_scan >= kRescanEvery) {
+    if (now - last_scan >= kRescanEvery) {  // (and at once after a new connection)
       waiter_.rescan();
       last_scan = now;
     }
@@ -88,10 +88,6 @@ void ProgressEngine::run_until(MPI_Request& request, const std::function<void()>
   }
 }
 
-}  // namespace asyncps::detail
-
-namespace asyncps::detail {
-
 void RequestWaiter::wait(MPI_Request& req) {
   std::vector<MPI_Request> one{req};
   wait_all(one);
@@ -113,7 +109,7 @@ void RequestWaiter::wait_all(std::vector<MPI_Request>& reqs) {
     if (done) break;
     const auto now = Clock::now();
     if (now - t0 < std::chrono::microseconds(spin_us_)) continue;
-    if (!sockets_.usable() || now - last_scan_ >= kRescanEvery) {
+    if (now - last_scan_ >= kRescanEvery) {  // (the first wait scans: last_scan_ starts at 0)
       sockets_.rescan();
       last_scan_ = now;
     }
