@@ -3,6 +3,7 @@
 
 #include <boost/program_options.hpp>
 #include <cmath>
+#include <limits>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -28,25 +29,34 @@ std::string show(double v) {
 void validate(const Config& c) {
   require(c.batch_size > 0, "--batch_size must be positive, got " + std::to_string(c.batch_size));
   require(c.batch_size <= 65536, "--batch_size must be at most 65536, got " + std::to_string(c.batch_size));
-  require(std::isfinite(c.learning_rate) && c.learning_rate > 0,
-          "--learning_rate must be a positive finite number, got " + show(c.learning_rate));
+  // every float the workers compute with must be a finite float, not only a finite double
+  constexpr double kFloatMax = std::numeric_limits<float>::max();
+  require(std::isfinite(c.learning_rate) && c.learning_rate > 0 && c.learning_rate <= kFloatMax,
+          "--learning_rate must be a positive finite number (at most " + show(kFloatMax) + ", a float), got " +
+              show(c.learning_rate));
   require(std::isfinite(c.learning_rate_decay) && c.learning_rate_decay > 0 && c.learning_rate_decay <= 1,
           "--learning_rate_decay must be in (0, 1], got " + show(c.learning_rate_decay));
-  require(std::isfinite(c.l2) && c.l2 >= 0, "--l2 must be a finite number >= 0, got " + show(c.l2));
-  require(c.training_steps > 0, "--training_steps must be positive, got " + std::to_string(c.training_steps));
+  require(std::isfinite(c.l2) && c.l2 >= 0 && c.l2 <= kFloatMax,
+          "--l2 must be a finite number in [0, " + show(kFloatMax) + "] (a float), got " + show(c.l2));
+  require(c.training_steps > 0 && c.training_steps <= (std::int64_t{1} << 50),
+          "--training_steps must be in [1, 2^50], got " + std::to_string(c.training_steps));
+  require(c.seed >= 0, "--seed must be >= 0, got " + std::to_string(c.seed));
+  require(c.train_limit >= 0, "--train_limit must be >= 0 (0: all), got " + std::to_string(c.train_limit));
   require(std::isfinite(c.moving_average_decay) && c.moving_average_decay >= 0 && c.moving_average_decay < 1,
           "--moving_average_decay must be in [0, 1), got " + show(c.moving_average_decay));
   require(c.ps >= 1, "--ps must be at least 1, got " + std::to_string(c.ps));
   require(c.device == "cpu" || c.device == "gpu" || c.device == "auto",
           "--device must be cpu, gpu or auto, got '" + c.device + "'");
-  require(std::isfinite(c.save_summaries_secs) && c.save_summaries_secs >= 0,
-          "--save_summaries_secs must be >= 0, got " + show(c.save_summaries_secs));
+  require(std::isfinite(c.save_summaries_secs) && c.save_summaries_secs >= 0 && c.save_summaries_secs <= 1e9,
+          "--save_summaries_secs must be in [0, 1e9], got " + show(c.save_summaries_secs));
   require(c.log_every > 0, "--log_every must be positive, got " + std::to_string(c.log_every));
+  require(c.ps <= 65536, "--ps must be at most 65536, got " + std::to_string(c.ps));
   require(c.mode == "async" || c.mode == "sync" || c.mode == "ssp",
           "--mode must be async, sync or ssp, got '" + c.mode + "'");
-  require(c.staleness >= 0, "--staleness must be >= 0, got " + std::to_string(c.staleness));
-  require(std::isfinite(c.straggler_ms) && c.straggler_ms >= 0,
-          "--straggler_ms must be >= 0, got " + show(c.straggler_ms));
+  require(c.staleness >= 0 && c.staleness <= 1000000,
+          "--staleness must be in [0, 1000000], got " + std::to_string(c.staleness));
+  require(std::isfinite(c.straggler_ms) && c.straggler_ms >= 0 && c.straggler_ms <= 3.6e6,
+          "--straggler_ms must be in [0, 3600000], got " + show(c.straggler_ms));
   require(c.pull == "get_accumulate" || c.pull == "get",
           "--pull must be get_accumulate or get, got '" + c.pull + "'");
   require(c.server_progress == "auto" || c.server_progress == "poll" || c.server_progress == "wake",
@@ -58,8 +68,10 @@ void validate(const Config& c) {
   require(c.server_poll_us >= -1 && c.server_poll_us <= 1000000,
           "--server_poll_us must be -1 (auto) or in [0, 1000000], got " + std::to_string(c.server_poll_us));
   require(!c.logdir.empty(), "--logdir must not be empty");
-  require(std::isfinite(c.save_secs) && c.save_secs >= 0, "--save_secs must be >= 0, got " + show(c.save_secs));
-  require(c.keep_checkpoints >= 1, "--keep_checkpoints must be at least 1, got " + std::to_string(c.keep_checkpoints));
+  require(std::isfinite(c.save_secs) && c.save_secs >= 0 && c.save_secs <= 1e9,
+          "--save_secs must be in [0, 1e9], got " + show(c.save_secs));
+  require(c.keep_checkpoints >= 1 && c.keep_checkpoints <= 1000000,
+          "--keep_checkpoints must be in [1, 1000000], got " + std::to_string(c.keep_checkpoints));
 }
 
 }  // namespace

@@ -17,11 +17,11 @@ struct Config {
   std::string logdir = "log_async";
   std::string data_dir = "data/mnist";
   int ps = 1;
-  std::uint64_t seed = 1;
+  std::int64_t seed = 1;   // signed, so that -1 is an error rather than 2^64 - 1
   std::string device = "cpu";
   double save_summaries_secs = 60;
   int log_every = 10;
-  std::size_t train_limit = 0;  // use only the first N training examples (0 = all)
+  std::int64_t train_limit = 0;  // use only the first N training examples (0 = all); signed like seed
   std::string pull = "get_accumulate";
   std::string mode = "async";
   int staleness = 0;

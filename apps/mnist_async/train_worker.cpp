@@ -88,7 +88,7 @@ void check_logdir(const std::string& logdir) {
 
 int run_server(const Config& config, asyncps::Session& session) {
   std::vector<float> initial(session.layout().size());
-  asyncps::nn::glorot_uniform_init(initial, config.seed);  // every server draws the same arena
+  asyncps::nn::glorot_uniform_init(initial, static_cast<std::uint64_t>(config.seed));  // every server draws the same arena
   asyncps::ParameterServer server(session, initial);
   const auto t0 = Clock::now();
   const double cpu0 = cpu_seconds();
@@ -137,11 +137,11 @@ int run_worker(const Config& config, asyncps::Session& session) {
   const asyncps::Roles& roles = session.roles();
   const bool chief = roles.is_chief();
   const bool talk = chief || config.verbose;
-  auto data = asyncps::mnist::load_mnist(config.data_dir, config.train_limit);
+  auto data = asyncps::mnist::load_mnist(config.data_dir, static_cast<std::size_t>(config.train_limit));
   auto backend = make_backend(config.device, config.batch_size, roles.worker_index());
   std::optional<MetricsLog> metrics;
   if (chief) metrics.emplace(config.logdir);
-  asyncps::mnist::Batcher batcher(data.train, config.batch_size, config.seed * 1000003u + static_cast<std::uint64_t>(roles.worker_index()));
+  asyncps::mnist::Batcher batcher(data.train, config.batch_size, static_cast<std::uint64_t>(config.seed) * 1000003u + static_cast<std::uint64_t>(roles.worker_index()));
 
   const std::size_t n = session.layout().size();
   std::vector<float> params(n), grad(n);

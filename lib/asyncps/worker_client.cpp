@@ -592,13 +592,21 @@ StepEnd WorkerClient::end_step(std::span<const float> grad, float scale) {
   m.end_compute();
   const Mode mode = m.options().mode;
   StepEnd out;
-  // NaN or Inf never reaches the arena: one vectorised pass over the gradient's bits
-  out.nonfinite = !all_finite(grad);
-  if (out.nonfinite) ++m.stats.nonfinite;
+  // NaN or Inf never reaches the arena. What is checked is what would be pushed, scale * grad
+  // (a finite gradient times a finite scale can still overflow): one vectorised pass over its
+  // bits after staging it (the guard for the gradient itself comes first, for free).
+  out.nonfinite = !all_finite(grad) || !std::isfinite(scale);
   if (mode == Mode::Sync) {
     const auto t0 = Clock::now();
     // accum += (scale / W) * grad: the round applies the mean of the W workers' updates
-    if (!out.nonfinite) wait(m.start_accumulate(m.win.accum, grad, scale / static_cast<float>(m.num_workers())));
+    if (!out.nonfinite) {
+      const float s = scale / static_cast<float>(m.num_workers());
+      m.push_stage.resize(m.arena());
+      for (std::size_t i = 0; i < grad.size(); ++i) m.push_stage[i] = s * grad[i];
+      out.nonfinite = !all_finite(m.push_stage);
+      if (!out.nonfinite) wait(m.start_accumulate(m.win.accum, m.push_stage, 1.0f));
+    }
+    if (out.nonfinite) ++m.stats.nonfinite;
     // the accumulate is complete at the servers before we announce our arrival
     if (m.fetch_and_add(detail::ctrl::kArrivals, 1, MPI_SUM) == m.num_workers() - 1) m.apply_sync_round();
     ++m.clock;
@@ -614,17 +622,22 @@ StepEnd WorkerClient::end_step(std::span<const float> grad, float scale) {
   ++m.stats.steps;
   ++m.clock;  // a skipped update still spends its step (and its clock: nobody waits for it)
   m.complete_push();  // overlap: the buffer of the last push is free again
+  std::int64_t tau = -1;
+  if (!out.nonfinite && m.options().staleness_lr) {  // needs tau now: one read of the steps claimed since ours
+    tau = std::max<std::int64_t>(0, m.fetch_and_add(detail::ctrl::kGlobalStep, 0, MPI_NO_OP) - out.global_step);
+    scale /= static_cast<float>(std::max<std::int64_t>(1, tau));
+  }
   if (!out.nonfinite) {
-    if (m.options().staleness_lr) {  // needs tau now: one read of the steps claimed since ours
-      const std::int64_t tau = std::max<std::int64_t>(0, m.fetch_and_add(detail::ctrl::kGlobalStep, 0, MPI_NO_OP) - out.global_step);
-      m.staleness.record(tau);
-      scale /= static_cast<float>(std::max<std::int64_t>(1, tau));
-    } else {
-      m.unresolved.push_back(out.global_step);
-    }
     m.push_stage.resize(m.arena());
     float* scaled = m.push_stage.data();
     for (std::size_t i = 0; i < grad.size(); ++i) scaled[i] = scale * grad[i];  // scale * grad
+    out.nonfinite = !all_finite(m.push_stage);
+  }
+  if (out.nonfinite) ++m.stats.nonfinite;
+  if (!out.nonfinite) {
+    if (tau >= 0) m.staleness.record(tau);
+    else m.unresolved.push_back(out.global_step);
+    const float* scaled = m.push_stage.data();
     const MPI_Win w = m.win.params.get();
     m.for_each_piece([&](int target, MPI_Aint disp, std::size_t off, int n) {
       if (!m.by_request) {  // completed by the next begin_step's flush (one node)

@@ -78,3 +78,35 @@ TEST_CASE("async steps apply exactly the limit: claim fused with the pull", "[mp
 TEST_CASE("async steps apply exactly the limit: next claim and pull prefetched (overlap)", "[mpi][exactness]") {
   run(true);
 }
+
+// The non-finite guard covers what would be pushed: a finite gradient times a finite scale that
+// overflows float is never pushed (it still spends its step, so the job ends on schedule).
+TEST_CASE("an update whose scale * grad overflows float is never pushed", "[mpi][nonfinite]") {
+  const std::size_t arena = 1000;
+  const std::int64_t limit = 40;
+  ParamLayout layout;
+  layout.add("arena", {static_cast<std::int64_t>(arena)});
+  Session session(MPI_COMM_WORLD, layout, {.num_servers = 1});
+  if (session.roles().is_server()) {
+    ParameterServer ps(session, std::vector<float>(arena, 0.5f));
+    ps.serve();
+    CHECK(ps.final_step() == limit);
+    std::size_t changed = 0;
+    for (float v : ps.snapshot()) changed += v != 0.5f;
+    CHECK(changed == 0);  // nothing reached the arena
+    return;
+  }
+  WorkerClient w(session);
+  std::vector<float> params(arena), grad(arena, 1e30f);  // finite; times 1e10 it is +inf in float
+  std::uint64_t steps = 0;
+  while (auto s = w.begin_step(params, limit)) {
+    const StepEnd e = w.end_step(grad, 1e10f);
+    CHECK(e.nonfinite);
+    CHECK_FALSE(e.applied);
+    ++steps;
+  }
+  w.finish();
+  CHECK(w.stats().nonfinite == steps);
+  CHECK(w.stats().pushes == 0);
+  CHECK(w.final_step() == limit);
+}
