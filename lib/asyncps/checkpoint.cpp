@@ -42,7 +42,9 @@ std::vector<std::filesystem::path> list_checkpoints(const std::filesystem::path&
   for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
     const std::string name = entry.path().filename().string();
     std::smatch m;
-    if (std::regex_match(name, m, re)) found.emplace_back(std::stoll(m[1]), entry.path());
+    if (!std::regex_match(name, m, re)) continue;
+    const std::int64_t step = detail::parse_step(m[1].str());  // -1: digits that do not fit: not ours
+    if (step >= 0) found.emplace_back(step, entry.path());
   }
   std::sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
   std::vector<std::filesystem::path> out;

@@ -1,6 +1,8 @@
 // defines: the checkpoint file formats (shard, index), atomic writes, pruning
 #include "checkpoint_format.h"
 
+#include <charconv>
+
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -122,13 +124,19 @@ void fsync_path(const fs::path& p, int flags) {
   if (rc != 0) throw Error(p.string() + ": fsync failed: " + std::strerror(errno));
 }
 
-std::int64_t step_of(const std::string& name) {  // "ckpt-<step>.…" -> step, or -1
+std::int64_t step_of(const std::string& name) {  // "ckpt-<step>.…" -> step, or -1 (also when it does not fit)
   static const std::regex re(R"(^ckpt-(\d+)\..*)");
   std::smatch m;
-  return std::regex_match(name, m, re) ? std::stoll(m[1]) : -1;
+  return std::regex_match(name, m, re) ? parse_step(m[1].str()) : -1;
 }
 
 }  // namespace
+
+std::int64_t parse_step(const std::string& digits) noexcept {
+  std::int64_t v = -1;
+  const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), v);
+  return ec == std::errc{} && end == digits.data() + digits.size() && v >= 0 ? v : -1;
+}
 
 fs::path shard_path(const fs::path& dir, std::int64_t step, int server, int num_servers) {
   return dir / ("ckpt-" + std::to_string(step) + ".shard-" + std::to_string(server) + "-of-" +
@@ -153,7 +161,10 @@ std::uint64_t checksum64(const void* data, std::size_t bytes) {
 
 void write_file_atomically(const fs::path& path, const std::string& bytes) {
   const fs::path tmp = path.string() + ".tmp";
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  // A leftover temporary (a crash mid-save) is removed; the new one is created exclusively and
+  // never through a symbolic link (one planted at the name is removed, its target untouched).
+  ::unlink(tmp.c_str());
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
   if (fd < 0) throw Error(tmp.string() + ": cannot create it: " + std::strerror(errno));
   std::size_t done = 0;
   while (done < bytes.size()) {
@@ -167,11 +178,18 @@ void write_file_atomically(const fs::path& path, const std::string& bytes) {
     }
     done += static_cast<std::size_t>(n);
   }
-  if (::fsync(fd) != 0 || ::close(fd) != 0) {
+  const int synced = ::fsync(fd), sync_errno = errno;
+  const int closed = ::close(fd), close_errno = errno;  // closed whatever fsync said
+  if (synced != 0 || closed != 0) {
     ::unlink(tmp.c_str());
-    throw Error(tmp.string() + ": fsync failed: " + std::strerror(errno));
+    throw Error(tmp.string() + ": " + (synced != 0 ? "fsync" : "close") +
+                " failed: " + std::strerror(synced != 0 ? sync_errno : close_errno));
   }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) throw Error(path.string() + ": rename failed: " + std::strerror(errno));
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    const int e = errno;
+    ::unlink(tmp.c_str());
+    throw Error(path.string() + ": rename failed: " + std::strerror(e));
+  }
   fsync_path(path.parent_path().empty() ? fs::path(".") : path.parent_path(), O_RDONLY | O_DIRECTORY);
 }
 
@@ -225,7 +243,8 @@ ShardFile read_shard(const fs::path& file, const ParamLayout& layout) {
     r.get<std::uint64_t>();
     r.get<std::uint64_t>();
   }
-  if (h.offset + h.count > h.arena) r.fail("shard range outside the arena (damaged header)");
+  // (written so that it cannot wrap: offset + count may exceed 2^64)
+  if (h.offset > h.arena || h.count > h.arena - h.offset) r.fail("shard range outside the arena (damaged header)");
   s.params = r.floats(h.count);
   if (has_shadow) s.shadow = r.floats(h.count);
   s.checksum = r.verify_checksum();

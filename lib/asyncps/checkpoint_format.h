@@ -38,6 +38,10 @@ struct Index {
   std::vector<IndexEntry> shards;
 };
 
+// The step in a checkpoint file name ("123" -> 123); -1 when it is not a number that fits an
+// int64 (a stray "ckpt-123456789012345678901.index" is not a checkpoint, and never throws).
+std::int64_t parse_step(const std::string& digits) noexcept;
+
 fs::path shard_path(const fs::path& dir, std::int64_t step, int server, int num_servers);
 fs::path index_path(const fs::path& dir, std::int64_t step);
 

@@ -169,3 +169,45 @@ TEST_CASE("exported .npy files have NumPy's header and the tensors' shapes", "[c
   std::string b((std::istreambuf_iterator<char>(inb)), {});
   CHECK(b.find("'shape': (7,)") != std::string::npos);
 }
+
+TEST_CASE("a stray file whose step does not fit an int64 is not a checkpoint (and nothing throws)", "[checkpoint]") {
+  TempDir d;
+  const auto layout = small_layout();
+  write_checkpoint(d.path, layout, 7, 1, random_floats(22, 1), random_floats(22, 2));
+  std::ofstream(d.path / "ckpt-123456789012345678901.index").put('x');
+  std::ofstream(d.path / "ckpt-123456789012345678901.shard-0-of-1").put('x');
+  std::vector<fs::path> all;
+  REQUIRE_NOTHROW(all = list_checkpoints(d.path));
+  REQUIRE(all.size() == 1);
+  CHECK(all[0].filename() == "ckpt-7.index");
+  CHECK(detail::parse_step("123456789012345678901") == -1);
+  CHECK(detail::parse_step("42") == 42);
+  CHECK(detail::parse_step("") == -1);
+}
+
+TEST_CASE("a shard header whose range wraps past 2^64 is refused, not read", "[checkpoint]") {
+  TempDir d;
+  const auto layout = small_layout();  // 22 floats
+  const auto params = random_floats(4, 3);
+  // offset + count = 2^64 + 2: wraps to 2 (inside the arena) with the old check
+  detail::ShardHeader h{layout.hash(), layout.size(), 5, 1, 0, ~std::uint64_t{0} - 1, 4};
+  detail::write_shard(d.path, h, layout, params, {});
+  CHECK_THROWS_WITH(detail::read_shard(detail::shard_path(d.path, 5, 0, 1), layout),
+                    Catch::Contains("shard range outside the arena"));
+}
+
+TEST_CASE("saving never writes through a symbolic link planted at the temporary name", "[checkpoint]") {
+  TempDir d;
+  const fs::path victim = d.path / "victim.txt";
+  std::ofstream(victim) << "keep me";
+  const fs::path target = d.path / "ckpt-3.index";
+  fs::create_symlink(victim, target.string() + ".tmp");
+  detail::write_file_atomically(target, "new contents");
+  std::ifstream in(victim);
+  std::string kept((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  CHECK(kept == "keep me");
+  std::ifstream out(target);
+  std::string written((std::istreambuf_iterator<char>(out)), std::istreambuf_iterator<char>());
+  CHECK(written == "new contents");
+  CHECK_FALSE(fs::exists(target.string() + ".tmp"));
+}
