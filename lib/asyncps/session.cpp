@@ -16,11 +16,30 @@ namespace asyncps {
 namespace {
 
 // What every rank must agree on before any window exists.
-std::array<std::uint64_t, 10> fingerprint(const ParamLayout& layout, const Options& o) {
+// FNV-1a of the checkpoint options: every rank takes part in the collective restore and saves,
+// so they must agree on all of them (a rank with another --save_secs or --no_restore would
+// enter a different protocol).
+std::uint64_t checkpoint_hash(const CheckpointOptions& c) {
+  std::uint64_t h = 0xcbf29ce484222325ull;
+  auto mix = [&](const void* p, std::size_t n) {
+    for (std::size_t i = 0; i < n; ++i) h = (h ^ static_cast<const unsigned char*>(p)[i]) * 0x100000001b3ull;
+  };
+  const std::string dir = c.dir.string(), from = c.restart_from.string();
+  mix(dir.data(), dir.size() + 1);  // (+1: the terminator separates the fields)
+  mix(from.data(), from.size() + 1);
+  mix(&c.save_secs, sizeof c.save_secs);
+  mix(&c.keep, sizeof c.keep);
+  const char restore = c.restore ? 1 : 0;
+  mix(&restore, 1);
+  return h;
+}
+
+std::array<std::uint64_t, 11> fingerprint(const ParamLayout& layout, const Options& o) {
   return {layout.hash(), layout.size(), static_cast<std::uint64_t>(o.num_servers),
           static_cast<std::uint64_t>(o.pull), o.chunk_bytes, static_cast<std::uint64_t>(o.mode),
           static_cast<std::uint64_t>(o.staleness), static_cast<std::uint64_t>(o.staleness_lr),
-          static_cast<std::uint64_t>(o.overlap), static_cast<std::uint64_t>(!o.timeline.empty())};
+          static_cast<std::uint64_t>(o.overlap), static_cast<std::uint64_t>(!o.timeline.empty()),
+          checkpoint_hash(o.checkpoint)};
 }
 
 bool pt2pt_forced() {  // pt2pt chosen by the user on one node (`--mca osc pt2pt`) needs the target as much as TCP does
@@ -56,6 +75,10 @@ void check_same_everywhere(MPI_Comm comm, const ParamLayout& layout, const Optio
       msg << "number of servers differs between ranks: rank " << r << " has " << f[2] << ", rank 0 has " << f0[2];
     } else if (f[5] != f0[5] || f[6] != f0[6] || f[7] != f0[7]) {
       msg << "synchronisation mode differs between ranks (rank " << r << " vs rank 0): pass the same --mode, --staleness and --staleness_lr to every rank";
+    } else if (f[10] != f0[10]) {
+      msg << "checkpoint options differ between ranks (rank " << r
+          << " vs rank 0): every rank must be given the same checkpoint directory, save interval, "
+             "number kept, restart checkpoint and restore choice";
     } else if (f[3] != f0[3] || f[4] != f0[4] || f[8] != f0[8] || f[9] != f0[9]) {
       msg << "options differ between ranks (rank " << r << " vs rank 0): pass the same flags to every rank";
     } else {

@@ -1,5 +1,5 @@
 // A minimal libasyncps program, started wrongly on purpose by the bad-configuration tests:
-//   bad_config [--ps S] [--mismatch_rank R] [--checkpoint_dir DIR]
+//   bad_config [--ps S] [--mismatch_rank R] [--checkpoint_dir DIR] [--save_secs_rank R]
 // (with --checkpoint_dir it runs one step and leaves a checkpoint of its 100-float model: a
 // foreign checkpoint for mnist_async's tests)
 // It must print one clear line and exit non-zero on every rank within seconds.
@@ -14,14 +14,16 @@ int main(int argc, char** argv) {
   asyncps::MpiEnvironment mpi(&argc, &argv);
   try {
     asyncps::Options options;
-    int mismatch_rank = -1;
+    int mismatch_rank = -1, save_secs_rank = -1;
     for (int i = 1; i + 1 < argc; i += 2) {
       if (!std::strcmp(argv[i], "--ps")) options.num_servers = std::atoi(argv[i + 1]);
       if (!std::strcmp(argv[i], "--mismatch_rank")) mismatch_rank = std::atoi(argv[i + 1]);
       if (!std::strcmp(argv[i], "--checkpoint_dir")) options.checkpoint.dir = argv[i + 1];
+      if (!std::strcmp(argv[i], "--save_secs_rank")) save_secs_rank = std::atoi(argv[i + 1]);
     }
     int rank = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    if (rank == save_secs_rank) options.checkpoint.save_secs = 1;  // the others keep 60
     asyncps::ParamLayout layout;
     layout.add("w", {100});
     if (rank == mismatch_rank) layout.add("b", {1});
