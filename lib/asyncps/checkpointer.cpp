@@ -279,7 +279,7 @@ void ServerCheckpointer::after_final(std::int64_t final_step, bool index_written
 void ServerCheckpointer::tick() {
   if (!enabled_) return;
   if (session_.roles().rank != 0) {
-    if (++polls_since_check_ >= 10) {  // one small atomic read every ~10 polls
+    if (++polls_since_check_ >= 10) {  // one small atomic read every ~10 ticks (about 100 ms)
       polls_since_check_ = 0;
       answer_request();
     }
