@@ -5,10 +5,23 @@
 
 #include <cstdio>
 #include <exception>
+#include <initializer_list>
+#include <string>
+#include <utility>
 
 #include "asyncps/asyncps.h"
 #include "options.h"
 #include "train_worker.h"
+
+namespace {
+// The enum a (validated) flag value names; `otherwise` for the default value.
+template <class E>
+E choice(const std::string& value, std::initializer_list<std::pair<const char*, E>> named, E otherwise) {
+  for (const auto& [name, e] : named)
+    if (value == name) return e;
+  return otherwise;
+}
+}  // namespace
 
 int main(int argc, char** argv) {
   asyncps::MpiEnvironment mpi(&argc, &argv);
@@ -22,19 +35,17 @@ int main(int argc, char** argv) {
     asyncps::Options options;
     options.num_servers = config->ps;
     options.server_poll_us = config->server_poll_us;
-    options.server_progress = config->server_progress == "poll"   ? asyncps::ServerProgress::Poll
-                              : config->server_progress == "wake" ? asyncps::ServerProgress::Wake
-                                                                  : asyncps::ServerProgress::Auto;
+    options.server_progress = choice(config->server_progress, {{"poll", asyncps::ServerProgress::Poll},
+                                                               {"wake", asyncps::ServerProgress::Wake}},
+                                     asyncps::ServerProgress::Auto);
     options.server_spin_us = config->server_spin_us;
     options.wait_spin_us = config->wait_spin_us;
     options.timeline = config->timeline;
-    options.mode = config->mode == "sync" ? asyncps::Mode::Sync
-                   : config->mode == "ssp" ? asyncps::Mode::Ssp
-                                           : asyncps::Mode::Async;
+    options.mode = choice(config->mode, {{"sync", asyncps::Mode::Sync}, {"ssp", asyncps::Mode::Ssp}}, asyncps::Mode::Async);
     options.staleness = config->staleness;
     options.staleness_lr = config->staleness_lr;
     options.overlap = config->overlap;
-    options.pull = config->pull == "get" ? asyncps::PullMethod::Get : asyncps::PullMethod::GetAccumulate;
+    options.pull = choice(config->pull, {{"get", asyncps::PullMethod::Get}}, asyncps::PullMethod::GetAccumulate);
     options.checkpoint.dir = config->logdir;
     options.checkpoint.save_secs = config->save_secs;
     options.checkpoint.keep = config->keep_checkpoints;

@@ -27,7 +27,8 @@ void ProgressEngine::run_until(MPI_Request& request, const std::function<void()>
   int backoff_us = config_.poll_us;  // the next sleep's bound: short right after activity
   int done = 0;
   for (;;) {
-    const auto entered = config_.wake_on_sockets || !timeline_ ? Clock::time_point{} : Clock::now();
+    const bool poll_span = !config_.wake_on_sockets && timeline_ && timeline_->enabled();
+    const auto entered = poll_span ? Clock::now() : Clock::time_point{};
     ASYNCPS_MPI_CHECK(MPI_Test(&request, &done, MPI_STATUS_IGNORE));  // enters the progress engine
     ++stats_.rounds;
     auto now = Clock::now();
@@ -40,7 +41,7 @@ void ProgressEngine::run_until(MPI_Request& request, const std::function<void()>
       last_tick = now;
     }
     if (!config_.wake_on_sockets) {
-      if (timeline_) timeline_->span("serve (poll)", entered, Clock::now());
+      if (poll_span) timeline_->span("serve (poll)", entered, Clock::now());
       std::this_thread::sleep_for(std::chrono::microseconds(config_.poll_us));
       continue;
     }
@@ -75,9 +76,7 @@ void ProgressEngine::run_until(MPI_Request& request, const std::function<void()>
     busy = true;
     busy_until = now + std::chrono::microseconds(config_.spin_us);
     backoff_us = kFirstBackoffUs;
-    // One entry after a wake-up is not enough: Open MPI finishes what arrived (sends the
-    // replies) over the next few entries, and no socket wakes us for that. A burst of entries
-    // completes it (measured: 1 entry left a reply waiting for the next timeout in most steps).
+    // the burst after a wake-up (kBurstAfterWake)
     for (int i = 0; i < config_.burst; ++i) {
       ASYNCPS_MPI_CHECK(MPI_Test(&request, &done, MPI_STATUS_IGNORE));
       ++stats_.rounds;
@@ -88,25 +87,17 @@ void ProgressEngine::run_until(MPI_Request& request, const std::function<void()>
   }
 }
 
-void RequestWaiter::wait(MPI_Request& req) {
-  std::vector<MPI_Request> one{req};
-  wait_all(one);
-  req = MPI_REQUEST_NULL;
-}
-
-void RequestWaiter::wait_all(std::vector<MPI_Request>& reqs) {
-  if (reqs.empty()) return;
-  const int n = static_cast<int>(reqs.size());
+void RequestWaiter::wait_all(MPI_Request* reqs, int n) {
+  if (n == 0) return;
   if (!sleep_) {
-    ASYNCPS_MPI_CHECK(MPI_Waitall(n, reqs.data(), MPI_STATUSES_IGNORE));
-    reqs.clear();
+    ASYNCPS_MPI_CHECK(MPI_Waitall(n, reqs, MPI_STATUSES_IGNORE));
     return;
   }
   const auto t0 = Clock::now();
   int done = 0, backoff_us = std::min(kFirstBackoffUs / 2, max_sleep_us_);
   for (;;) {
-    ASYNCPS_MPI_CHECK(MPI_Testall(n, reqs.data(), &done, MPI_STATUSES_IGNORE));
-    if (done) break;
+    ASYNCPS_MPI_CHECK(MPI_Testall(n, reqs, &done, MPI_STATUSES_IGNORE));
+    if (done) return;
     const auto now = Clock::now();
     if (now - t0 < std::chrono::microseconds(spin_us_)) continue;
     if (now - last_scan_ >= kRescanEvery) {  // (the first wait scans: last_scan_ starts at 0)
@@ -124,12 +115,11 @@ void RequestWaiter::wait_all(std::vector<MPI_Request>& reqs) {
       continue;
     }
     backoff_us = std::min(kFirstBackoffUs / 2, max_sleep_us_);
-    for (int i = 0; i < 16 && !done; ++i)  // the burst after a wake-up (see ProgressEngine)
-      ASYNCPS_MPI_CHECK(MPI_Testall(n, reqs.data(), &done, MPI_STATUSES_IGNORE));
+    for (int i = 0; i < kBurstAfterWake && !done; ++i)
+      ASYNCPS_MPI_CHECK(MPI_Testall(n, reqs, &done, MPI_STATUSES_IGNORE));
     if (sockets_.connection_pending()) last_scan_ = std::chrono::steady_clock::time_point{};
-    if (done) break;
+    if (done) return;
   }
-  reqs.clear();
 }
 
 }  // namespace asyncps::detail

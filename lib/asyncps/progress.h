@@ -27,6 +27,11 @@ namespace asyncps::detail {
 
 class Timeline;
 
+// Entries into MPI right after a wake-up: Open MPI completes what arrived (and sends the
+// replies) over several entries, and no socket wakes anyone for that (1 entry: most steps waited
+// for the next timeout; 16: none did). Used by the server and by waiting workers alike.
+inline constexpr int kBurstAfterWake = 16;
+
 struct ProgressStats {
   std::uint64_t rounds = 0;   // MPI entries
   std::uint64_t wakeups = 0;  // sleeps ended by a readable socket
@@ -36,7 +41,7 @@ struct ProgressConfig {
   bool wake_on_sockets = false;  // pt2pt: sleep in poll(2) on the sockets (else: timed sleeps)
   int poll_us = 10000;           // longest sleep between MPI entries
   int spin_us = 0;               // wake mode: keep entering MPI this long after the last arrival
-  int burst = 16;                // wake mode: entries into MPI right after each wake-up
+  int burst = kBurstAfterWake;   // wake mode: entries into MPI right after each wake-up
   int tick_us = 10000;           // `each_tick` runs at least this often (and at most once a round)
 };
 
@@ -69,8 +74,12 @@ class RequestWaiter {
   // which wakes no socket).
   RequestWaiter(bool sleep_on_sockets, int spin_us, int max_sleep_us = 1000)
       : sleep_(sleep_on_sockets), spin_us_(spin_us), max_sleep_us_(max_sleep_us) {}
-  void wait_all(std::vector<MPI_Request>& reqs);
-  void wait(MPI_Request& req);
+  void wait_all(std::vector<MPI_Request>& reqs) {
+    wait_all(reqs.data(), static_cast<int>(reqs.size()));
+    reqs.clear();
+  }
+  void wait(MPI_Request& req) { wait_all(&req, 1); }
+  void wait_all(MPI_Request* reqs, int n);  // completes them all (each becomes MPI_REQUEST_NULL)
 
  private:
   bool sleep_ = false;

@@ -79,6 +79,7 @@ struct WorkerClient::Impl {
   std::int64_t current_claim = 0;              // the global step this worker's update will take
   std::vector<MPI_Request> push_requests;      // the last end_step's push (and SSP clock tick)
   std::vector<float> push_stage;               // scale*grad of that push (whole arena)
+  std::vector<MPI_Request> step_requests;      // begin_step's claim and pull (kept: no allocation per step)
   std::vector<MPI_Request> prefetch_requests;  // overlap: the next step's claim and pull
   std::vector<float> prefetch_params;
   bool prefetching = false;
@@ -104,11 +105,60 @@ struct WorkerClient::Impl {
   // One atomic read-modify-write of `count` control slots from `slot` (MPI_NO_OP: a read),
   // completed by its request (the data coming back), not a flush.
   void control_op(int slot, const std::int64_t* add, std::int64_t* result, int count, MPI_Op op) {
-    std::vector<MPI_Request> r(1);
+    MPI_Request r;
     ASYNCPS_MPI_CHECK(MPI_Rget_accumulate(add, op == MPI_NO_OP ? 0 : count, MPI_INT64_T, result, count, MPI_INT64_T,
                                           detail::ctrl::kControlRank, slot, count, MPI_INT64_T, op, win.control.get(),
-                                          r.data()));
-    waitall(r);
+                                          &r));
+    waiter.wait(r);
+  }
+
+  // Reads the arena into `dst`, one operation per piece: MPI_Get_accumulate(MPI_NO_OP) (the
+  // conforming element-wise atomic read, ordered after this worker's accumulates) or MPI_Get.
+  // With `reqs` by request (complete with a wait), else plain (complete with a flush).
+  void issue_pull(float* dst, std::vector<MPI_Request>* reqs) {
+    const MPI_Win w = win.params.get();
+    const bool atomic = options().pull == PullMethod::GetAccumulate;
+    for_each_piece([&](int target, MPI_Aint disp, std::size_t off, int n) {
+      if (!reqs) {
+        if (atomic)
+          ASYNCPS_MPI_CHECK(MPI_Get_accumulate(nullptr, 0, MPI_FLOAT, dst + off, n, MPI_FLOAT, target, disp, n,
+                                               MPI_FLOAT, MPI_NO_OP, w));
+        else
+          ASYNCPS_MPI_CHECK(MPI_Get(dst + off, n, MPI_FLOAT, target, disp, n, MPI_FLOAT, w));
+        return;
+      }
+      MPI_Request r;
+      if (atomic)
+        ASYNCPS_MPI_CHECK(MPI_Rget_accumulate(nullptr, 0, MPI_FLOAT, dst + off, n, MPI_FLOAT, target, disp, n,
+                                              MPI_FLOAT, MPI_NO_OP, w, &r));
+      else
+        ASYNCPS_MPI_CHECK(MPI_Rget(dst + off, n, MPI_FLOAT, target, disp, n, MPI_FLOAT, w, &r));
+      reqs->push_back(r);
+    });
+  }
+
+  // Accumulates (MPI_SUM) `n` elements of `type` from `origin` into `w` at target/disp: by
+  // request when the transport needs the target (the request goes to push_requests, completed
+  // by complete_push; the flush at drain makes it remote), else plain (completed by the next
+  // flush of `w`). The origin buffer must stay untouched until then.
+  void issue_accumulate(const void* origin, int n, MPI_Datatype type, int target, MPI_Aint disp, MPI_Win w) {
+    if (!by_request) {
+      ASYNCPS_MPI_CHECK(MPI_Accumulate(origin, n, type, target, disp, n, type, MPI_SUM, w));
+      return;
+    }
+    MPI_Request r;
+    ASYNCPS_MPI_CHECK(MPI_Raccumulate(origin, n, type, target, disp, n, type, MPI_SUM, w, &r));
+    push_requests.push_back(r);
+  }
+
+  // push_stage = scale * grad. False when an element of it is NaN or Inf: that is what would be
+  // pushed (a non-finite gradient, a non-finite scale, or a finite product that overflows float
+  // all show up here), checked by one vectorised pass over its bits.
+  bool stage(std::span<const float> grad, float scale) {
+    push_stage.resize(arena());
+    float* scaled = push_stage.data();
+    for (std::size_t i = 0; i < grad.size(); ++i) scaled[i] = scale * grad[i];  // scale * grad
+    return all_finite(push_stage);
   }
 
   // Claims one step (fetching [step, halt, done] before the +1) and pulls into `dst`; complete
@@ -122,35 +172,14 @@ struct WorkerClient::Impl {
       ASYNCPS_MPI_CHECK(MPI_Get_accumulate(nullptr, 0, MPI_INT64_T, result + 1, 2, MPI_INT64_T,
                                            detail::ctrl::kControlRank, detail::ctrl::kHalt, 2, MPI_INT64_T, MPI_NO_OP,
                                            win.control.get()));
-      const bool atomic = options().pull == PullMethod::GetAccumulate;
-      for_each_piece([&](int target, MPI_Aint disp, std::size_t off, int n) {
-        if (atomic)
-          ASYNCPS_MPI_CHECK(MPI_Get_accumulate(nullptr, 0, MPI_FLOAT, dst + off, n, MPI_FLOAT, target, disp, n,
-                                               MPI_FLOAT, MPI_NO_OP, win.params.get()));
-        else
-          ASYNCPS_MPI_CHECK(MPI_Get(dst + off, n, MPI_FLOAT, target, disp, n, MPI_FLOAT, win.params.get()));
-      });
+      issue_pull(dst, nullptr);
       return;
     }
     MPI_Request r;
     ASYNCPS_MPI_CHECK(MPI_Rget_accumulate(claim_add, 3, MPI_INT64_T, result, 3, MPI_INT64_T, detail::ctrl::kControlRank,
                                           detail::ctrl::kGlobalStep, 3, MPI_INT64_T, MPI_SUM, win.control.get(), &r));
     reqs.push_back(r);
-    start_pull(dst, reqs);
-  }
-
-  void start_pull(float* dst, std::vector<MPI_Request>& reqs) {
-    const MPI_Win w = win.params.get();
-    const bool atomic = options().pull == PullMethod::GetAccumulate;
-    for_each_piece([&](int target, MPI_Aint disp, std::size_t off, int n) {
-      MPI_Request r;
-      if (atomic)  // MPI_NO_OP: the conforming element-wise atomic read; ordered after our accumulates
-        ASYNCPS_MPI_CHECK(MPI_Rget_accumulate(nullptr, 0, MPI_FLOAT, dst + off, n, MPI_FLOAT, target, disp, n,
-                                              MPI_FLOAT, MPI_NO_OP, w, &r));
-      else
-        ASYNCPS_MPI_CHECK(MPI_Rget(dst + off, n, MPI_FLOAT, target, disp, n, MPI_FLOAT, w, &r));
-      reqs.push_back(r);
-    });
+    issue_pull(dst, &reqs);
   }
 
   void finish_claim(std::vector<MPI_Request>& reqs) {
@@ -203,8 +232,8 @@ struct WorkerClient::Impl {
       waitall(shadow_requests);
       flush(win.shadow);
     }
-    unresolved.insert(unresolved.end(), resolving.begin(), resolving.end());
-    resolving = std::move(unresolved);
+    // updates no later claim reported on: the steps claimed by now
+    resolving.insert(resolving.end(), unresolved.begin(), unresolved.end());
     unresolved.clear();
     if (!resolving.empty()) resolve(fetch_and_add(detail::ctrl::kGlobalStep, 0, MPI_NO_OP));
   }
@@ -354,8 +383,9 @@ WorkerClient::WorkerClient(Session& session) : impl_(std::make_unique<Impl>(sess
   if (!session.roles().is_worker())
     throw ConfigError("rank " + std::to_string(session.roles().rank) + " is a server, not a worker");
   impl_->chunk_floats = std::max<std::size_t>(1, session.options().chunk_bytes / sizeof(float));
+  // the transport needs the target (pt2pt): complete by request, and sleep while waiting
   impl_->by_request = session.server_progress() == ServerProgress::Wake;
-  impl_->waiter = detail::RequestWaiter(session.server_progress() == ServerProgress::Wake, session.options().wait_spin_us,
+  impl_->waiter = detail::RequestWaiter(impl_->by_request, session.options().wait_spin_us,
                                         session.shared_memory_neighbours() ? 100 : 1000);
   impl_->win = detail::open_windows(session);
   impl_->lock_params = detail::LockAll(impl_->win.params.get());
@@ -383,15 +413,7 @@ WorkerClient::~WorkerClient() {
 void WorkerClient::pull(std::span<float> params) {
   impl_->check_size(params.size(), "WorkerClient::pull");
   const auto t0 = Clock::now();
-  const MPI_Win w = impl_->win.params.get();
-  const bool atomic = impl_->session.options().pull == PullMethod::GetAccumulate;
-  impl_->for_each_piece([&](int target, MPI_Aint disp, std::size_t off, int n) {
-    if (atomic)  // MPI_NO_OP: the conforming element-wise atomic read
-      ASYNCPS_MPI_CHECK(MPI_Get_accumulate(nullptr, 0, MPI_FLOAT, params.data() + off, n, MPI_FLOAT, target, disp, n,
-                                           MPI_FLOAT, MPI_NO_OP, w));
-    else
-      ASYNCPS_MPI_CHECK(MPI_Get(params.data() + off, n, MPI_FLOAT, target, disp, n, MPI_FLOAT, w));
-  });
+  impl_->issue_pull(params.data(), nullptr);
   impl_->flush(impl_->win.params);
   ++impl_->stats.pulls;
   impl_->stats.pull_seconds += seconds_since(t0);
@@ -434,17 +456,7 @@ Ticket WorkerClient::pull_async(std::span<float> params) {
   impl_->check_size(params.size(), "WorkerClient::pull_async");
   const auto t0 = Clock::now();
   Impl::Pending p;
-  const MPI_Win w = impl_->win.params.get();
-  const bool atomic = impl_->session.options().pull == PullMethod::GetAccumulate;
-  impl_->for_each_piece([&](int target, MPI_Aint disp, std::size_t off, int n) {
-    MPI_Request r;
-    if (atomic)
-      ASYNCPS_MPI_CHECK(MPI_Rget_accumulate(nullptr, 0, MPI_FLOAT, params.data() + off, n, MPI_FLOAT, target, disp,
-                                            n, MPI_FLOAT, MPI_NO_OP, w, &r));
-    else
-      ASYNCPS_MPI_CHECK(MPI_Rget(params.data() + off, n, MPI_FLOAT, target, disp, n, MPI_FLOAT, w, &r));
-    p.requests.push_back(r);
-  });
+  impl_->issue_pull(params.data(), &p.requests);
   const Ticket t = impl_->next_ticket++;
   impl_->pending.emplace(t, std::move(p));
   ++impl_->stats.pulls;
@@ -556,9 +568,8 @@ std::optional<StepStart> WorkerClient::begin_step(std::span<float> params, std::
     m.order_pull_after_push();
     m.resolving.insert(m.resolving.end(), m.unresolved.begin(), m.unresolved.end());
     m.unresolved.clear();
-    std::vector<MPI_Request> reqs;
-    m.start_claim_and_pull(params.data(), m.claim_now, reqs);
-    m.finish_claim(reqs);
+    m.start_claim_and_pull(params.data(), m.claim_now, m.step_requests);
+    m.finish_claim(m.step_requests);
   }
   m.complete_push();  // (usually long complete: it left before the claim and pull)
   const std::int64_t before = got[0], halt = got[1];
@@ -576,6 +587,7 @@ std::optional<StepStart> WorkerClient::begin_step(std::span<float> params, std::
     // the next step's claim and pull fly during this compute (its parameters miss this step's
     // own update: one step more staleness, which the report counts)
     m.prefetch_params.resize(m.arena());
+    m.order_pull_after_push();
     m.resolving = std::move(m.unresolved);
     m.unresolved.clear();
     m.start_claim_and_pull(m.prefetch_params.data(), m.claim_next, m.prefetch_requests);
@@ -592,22 +604,20 @@ StepEnd WorkerClient::end_step(std::span<const float> grad, float scale) {
   m.end_compute();
   const Mode mode = m.options().mode;
   StepEnd out;
-  // NaN or Inf never reaches the arena. What is checked is what would be pushed, scale * grad
-  // (a finite gradient times a finite scale can still overflow): one vectorised pass over its
-  // bits after staging it (the guard for the gradient itself comes first, for free).
-  out.nonfinite = !all_finite(grad) || !std::isfinite(scale);
   if (mode == Mode::Sync) {
     const auto t0 = Clock::now();
-    // accum += (scale / W) * grad: the round applies the mean of the W workers' updates
-    if (!out.nonfinite) {
-      const float s = scale / static_cast<float>(m.num_workers());
-      m.push_stage.resize(m.arena());
-      for (std::size_t i = 0; i < grad.size(); ++i) m.push_stage[i] = s * grad[i];
-      out.nonfinite = !all_finite(m.push_stage);
-      if (!out.nonfinite) wait(m.start_accumulate(m.win.accum, m.push_stage, 1.0f));
+    // accum += (scale / W) * grad: the round applies the mean of the W workers' updates; NaN or
+    // Inf never reaches it (stage checks what would be pushed)
+    out.nonfinite = !m.stage(grad, scale / static_cast<float>(m.num_workers()));
+    if (out.nonfinite) {
+      ++m.stats.nonfinite;
+    } else {
+      m.for_each_piece([&](int target, MPI_Aint disp, std::size_t off, int n) {
+        m.issue_accumulate(m.push_stage.data() + off, n, MPI_FLOAT, target, disp, m.win.accum.get());
+      });
+      m.complete_push();
+      m.flush(m.win.accum);  // complete at the servers before we announce our arrival
     }
-    if (out.nonfinite) ++m.stats.nonfinite;
-    // the accumulate is complete at the servers before we announce our arrival
     if (m.fetch_and_add(detail::ctrl::kArrivals, 1, MPI_SUM) == m.num_workers() - 1) m.apply_sync_round();
     ++m.clock;
     m.staleness.record(0);
@@ -623,45 +633,25 @@ StepEnd WorkerClient::end_step(std::span<const float> grad, float scale) {
   ++m.clock;  // a skipped update still spends its step (and its clock: nobody waits for it)
   m.complete_push();  // overlap: the buffer of the last push is free again
   std::int64_t tau = -1;
-  if (!out.nonfinite && m.options().staleness_lr) {  // needs tau now: one read of the steps claimed since ours
+  if (m.options().staleness_lr) {  // needs tau now: one read of the steps claimed since ours
     tau = std::max<std::int64_t>(0, m.fetch_and_add(detail::ctrl::kGlobalStep, 0, MPI_NO_OP) - out.global_step);
     scale /= static_cast<float>(std::max<std::int64_t>(1, tau));
   }
-  if (!out.nonfinite) {
-    m.push_stage.resize(m.arena());
-    float* scaled = m.push_stage.data();
-    for (std::size_t i = 0; i < grad.size(); ++i) scaled[i] = scale * grad[i];  // scale * grad
-    out.nonfinite = !all_finite(m.push_stage);
-  }
-  if (out.nonfinite) ++m.stats.nonfinite;
-  if (!out.nonfinite) {
+  out.nonfinite = !m.stage(grad, scale);  // NaN or Inf in what would be pushed: nothing is
+  if (out.nonfinite) {
+    ++m.stats.nonfinite;
+  } else {
     if (tau >= 0) m.staleness.record(tau);
     else m.unresolved.push_back(out.global_step);
-    const float* scaled = m.push_stage.data();
-    const MPI_Win w = m.win.params.get();
     m.for_each_piece([&](int target, MPI_Aint disp, std::size_t off, int n) {
-      if (!m.by_request) {  // completed by the next begin_step's flush (one node)
-        ASYNCPS_MPI_CHECK(MPI_Accumulate(scaled + off, n, MPI_FLOAT, target, disp, n, MPI_FLOAT, MPI_SUM, w));
-        return;
-      }
-      MPI_Request r;
-      ASYNCPS_MPI_CHECK(MPI_Raccumulate(scaled + off, n, MPI_FLOAT, target, disp, n, MPI_FLOAT, MPI_SUM, w, &r));
-      m.push_requests.push_back(r);
+      m.issue_accumulate(m.push_stage.data() + off, n, MPI_FLOAT, target, disp, m.win.params.get());
     });
     ++m.stats.pushes;
     out.applied = true;
   }
-  if (mode == Mode::Ssp && !m.by_request) {
-    ASYNCPS_MPI_CHECK(MPI_Accumulate(&m.clock_tick, 1, MPI_INT64_T, detail::ctrl::kControlRank,
-                                     detail::ctrl::kClocks + worker_index(), 1, MPI_INT64_T, MPI_SUM,
-                                     m.win.control.get()));
-  } else if (mode == Mode::Ssp) {
-    MPI_Request r;
-    ASYNCPS_MPI_CHECK(MPI_Raccumulate(&m.clock_tick, 1, MPI_INT64_T, detail::ctrl::kControlRank,
-                                      detail::ctrl::kClocks + worker_index(), 1, MPI_INT64_T, MPI_SUM,
-                                      m.win.control.get(), &r));
-    m.push_requests.push_back(r);
-  }
+  if (mode == Mode::Ssp)  // (beside the push; for a skipped update too, so a NaN worker pins nobody)
+    m.issue_accumulate(&m.clock_tick, 1, MPI_INT64_T, detail::ctrl::kControlRank,
+                       detail::ctrl::kClocks + worker_index(), m.win.control.get());
   m.remote_incomplete = true;
   m.stats.push_seconds += seconds_since(t0);
   m.timeline.span("push", t0, Clock::now());
