@@ -30,8 +30,11 @@ class MpiEnvironment {
   int provided_ = 0;
 };
 
-// Prints "asyncps: <message>" on stderr as one line and aborts every rank of MPI_COMM_WORLD
-// (or exits if MPI is not running). For fatal errors in main(): nobody is left hanging.
+// Prints "asyncps: <message> [rank R of N on HOST]" on stderr as one line and aborts every rank
+// of MPI_COMM_WORLD (or exits if MPI is not running). For fatal errors in main(): nobody is left
+// hanging. An exception from the library may have left windows abandoned on this rank (they are
+// never freed while an exception unwinds: the other ranks may be elsewhere), so a program that
+// catches one must end the job, with this call, rather than go on.
 [[noreturn]] void abort_job(const char* message, int exit_code = 1) noexcept;
 
 }  // namespace asyncps

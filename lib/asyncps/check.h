@@ -5,8 +5,19 @@
 #pragma once
 #include <mpi.h>
 
+#include <exception>
+
 namespace asyncps::detail {
 [[noreturn]] void throw_mpi_error(const char* call, int code, const char* file, int line);
+
+// True while an exception is propagating. Every RAII holder of an MPI resource whose release
+// is collective or waits for other ranks (MPI_Win_free, MPI_Win_unlock_all, MPI_Comm_free)
+// abandons it instead: the ranks that did not fail are elsewhere (in a broadcast, a barrier,
+// a wait), so entering the collective would wait forever and the error would never reach the
+// code that ends the job (abort_job). This is the library's one rule against hangs on failure:
+// a failing rank never waits for the others; it leaks and reports (see ARCHITECTURE.md
+// "Failure").
+inline bool unwinding() noexcept { return std::uncaught_exceptions() > 0; }
 }  // namespace asyncps::detail
 
 #define ASYNCPS_MPI_CHECK(call)                                                    \

@@ -11,7 +11,7 @@
 namespace asyncps {
 
 CheckpointData read_checkpoint(const std::filesystem::path& index_file, const ParamLayout& layout) {
-  const detail::Index index = detail::read_index(index_file);
+  const detail::Index index = detail::read_index(index_file, /*follow_links=*/true);  // a path the caller named
   if (index.layout_hash != layout.hash() || index.arena != layout.size())
     throw CheckpointError(index_file.string() + ": written for another model (" + std::to_string(index.arena) +
                           " floats, layout hash differs); this model has " + std::to_string(layout.size()) + " floats");

@@ -4,6 +4,7 @@
 #include <charconv>
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -99,10 +100,38 @@ class Reader {
   std::size_t pos_ = 0;
 };
 
-std::string read_whole(const fs::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw CheckpointError(file.string() + ": cannot open it");
-  return std::string(std::istreambuf_iterator<char>(in), {});
+// Reads a whole checkpoint file. Only a regular file is read: a FIFO, device or directory in
+// its place is an error, never a wait (opened non-blocking, then checked). `follow_links`: false
+// for files the library finds itself (in the directory, or named by an index): a symbolic link
+// there is refused, so nothing outside the checkpoint directory is read through one.
+std::string read_whole(const fs::path& file, bool follow_links) {
+  const int fd = ::open(file.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | (follow_links ? 0 : O_NOFOLLOW));
+  if (fd < 0) {
+    const int e = errno;
+    throw CheckpointError(file.string() + ": cannot open it: " +
+                          (e == ELOOP ? std::string("a symbolic link (not followed)") : std::strerror(e)));
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    throw CheckpointError(file.string() + ": not a regular file");
+  }
+  std::string data(static_cast<std::size_t>(st.st_size), '\0');
+  std::size_t done = 0;
+  while (done < data.size()) {
+    const ssize_t n = ::read(fd, data.data() + done, data.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int e = errno;
+      ::close(fd);
+      throw CheckpointError(file.string() + ": read failed: " + std::strerror(e));
+    }
+    if (n == 0) break;  // shrank while being read: what was read is checked like any file
+    done += static_cast<std::size_t>(n);
+  }
+  ::close(fd);
+  data.resize(done);
+  return data;
 }
 
 void write_tensor_table(Writer& w, const ParamLayout& layout) {
@@ -219,7 +248,7 @@ std::uint64_t write_shard(const fs::path& dir, const ShardHeader& h, const Param
 }
 
 ShardFile read_shard(const fs::path& file, const ParamLayout& layout) {
-  const std::string data = read_whole(file);
+  const std::string data = read_whole(file, /*follow_links=*/false);
   Reader r(data, file);
   ShardFile s;
   r.expect_magic(kShardMagic, "checkpoint shard");
@@ -274,9 +303,9 @@ void write_index(const fs::path& dir, const Index& index) {
   write_file_atomically(index_path(dir, index.step), w.finish());
 }
 
-Index read_index(const fs::path& file) { return parse_index(read_whole(file), file); }
+Index read_index(const fs::path& file, bool follow_links) { return parse_index(read_whole(file, follow_links), file); }
 
-std::string read_file_bytes(const fs::path& file) { return read_whole(file); }
+std::string read_file_bytes(const fs::path& file, bool follow_links) { return read_whole(file, follow_links); }
 
 Index parse_index(const std::string& data, const fs::path& file) {
   Reader r(data, file);
@@ -295,9 +324,20 @@ Index parse_index(const std::string& data, const fs::path& file) {
     e.count = r.get<std::uint64_t>();
     e.checksum = r.get<std::uint64_t>();
     e.file = r.str();
+    // a plain name in the index's own directory: never a path that leads elsewhere
+    if (e.file.empty() || e.file == "." || e.file == ".." || e.file.find('/') != std::string::npos ||
+        e.file.find('\0') != std::string::npos)
+      r.fail("a shard name that is not a plain file name (damaged or crafted index)");
     x.shards.push_back(std::move(e));
   }
   r.verify_checksum();
+  // the shards must tile the arena: in order, without gaps or overlaps, from 0 to its end
+  std::uint64_t end = 0;
+  for (const auto& e : x.shards) {
+    if (e.offset != end || e.count > x.arena - end) r.fail("shard ranges do not tile the arena (damaged index)");
+    end = e.offset + e.count;
+  }
+  if (end != x.arena) r.fail("shard ranges do not cover the arena (damaged index)");
   return x;
 }
 

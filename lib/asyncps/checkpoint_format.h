@@ -59,9 +59,13 @@ std::uint64_t write_shard(const fs::path& dir, const ShardHeader& h, const Param
 ShardFile read_shard(const fs::path& file, const ParamLayout& layout);
 
 void write_index(const fs::path& dir, const Index& index);
-Index read_index(const fs::path& file);  // verifies its own checksum; throws CheckpointError
+// Index files verify their own checksum, give each shard a plain name and tile the arena with
+// them; anything else throws CheckpointError. Only regular files are read (a FIFO, device or
+// directory is refused, never waited on); `follow_links` false refuses a symbolic link too (for
+// files the library found itself).
+Index read_index(const fs::path& file, bool follow_links = false);
 Index parse_index(const std::string& bytes, const fs::path& file);  // the same, from the file's bytes
-std::string read_file_bytes(const fs::path& file);                    // throws CheckpointError
+std::string read_file_bytes(const fs::path& file, bool follow_links = false);
 
 // Removes this session's own checkpoint files beyond the newest `keep`: server 0 the index files
 // of the steps in `indexed`, every server its shard files (plain and final) of the steps in

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <utility>
 
 #include "asyncps/error.h"
 #include "check.h"
@@ -32,6 +33,36 @@ void bcast_string(MPI_Comm comm, std::string& s) {
   ASYNCPS_MPI_CHECK(MPI_Bcast(&n, 1, MPI_UNSIGNED_LONG_LONG, 0, comm));
   s.resize(n);
   if (n) ASYNCPS_MPI_CHECK(MPI_Bcast(s.data(), static_cast<int>(n), MPI_CHAR, 0, comm));
+}
+
+// Every rank's `mine`, on rank 0 (in rank order; empty elsewhere). Collective.
+std::vector<std::string> gather_strings(MPI_Comm comm, const std::string& mine) {
+  int size = 0, rank = 0;
+  MPI_Comm_size(comm, &size);
+  MPI_Comm_rank(comm, &rank);
+  int n = static_cast<int>(mine.size());
+  std::vector<int> lens(static_cast<std::size_t>(size)), offs(static_cast<std::size_t>(size));
+  ASYNCPS_MPI_CHECK(MPI_Gather(&n, 1, MPI_INT, lens.data(), 1, MPI_INT, 0, comm));
+  std::string all;
+  if (rank == 0) {
+    int total = 0;
+    for (int r = 0; r < size; ++r) offs[static_cast<std::size_t>(r)] = std::exchange(total, total + lens[static_cast<std::size_t>(r)]);
+    all.resize(static_cast<std::size_t>(total));
+  }
+  ASYNCPS_MPI_CHECK(MPI_Gatherv(mine.data(), n, MPI_CHAR, all.data(), lens.data(), offs.data(), MPI_CHAR, 0, comm));
+  std::vector<std::string> out;
+  if (rank == 0)
+    for (int r = 0; r < size; ++r)
+      out.push_back(all.substr(static_cast<std::size_t>(offs[static_cast<std::size_t>(r)]),
+                               static_cast<std::size_t>(lens[static_cast<std::size_t>(r)])));
+  return out;
+}
+
+std::string host_name() {
+  char name[MPI_MAX_PROCESSOR_NAME] = {};
+  int len = 0;
+  MPI_Get_processor_name(name, &len);
+  return std::string(name, static_cast<std::size_t>(len));
 }
 
 // A list of strings packed as (u64 length, bytes)*.
@@ -98,7 +129,8 @@ RestoredShard restore_checkpoint(const Session& session) {
     std::size_t damaged = 0;
     for (const auto& p : paths) {
       try {
-        std::string bytes = read_file_bytes(p);
+        // the one file a user names (--restart_from) may be a symbolic link; files found are not
+        std::string bytes = read_file_bytes(p, /*follow_links=*/!co.restart_from.empty());
         const Index idx = parse_index(bytes, p);
         if (idx.layout_hash != layout.hash() || idx.arena != layout.size()) {
           fatal = p.string() + ": written for another model (" + std::to_string(idx.arena) + " floats, layout hash " +
@@ -127,13 +159,15 @@ RestoredShard restore_checkpoint(const Session& session) {
   bcast_string(session.comm(), payload);
   const std::vector<std::string> items = unpack(payload);
 
-  // 2. the first candidate every server can load
+  // 2. the first candidate every server can load; rank 0 learns why each server could not
+  //    (with servers on hosts that share no file system, what is missing where)
   RestoredShard out;
-  std::vector<std::string> failures;
+  std::string why_not;  // rank 0: the last candidate's failures, one per server
   for (std::size_t i = 0; i + 1 < items.size(); i += 2) {
     const fs::path path = items[i];
     const Index idx = parse_index(items[i + 1], path);
     int ok = 1, shadow = 1;
+    std::string failure;
     if (roles.is_server()) {
       RestoredShard attempt;
       try {
@@ -143,8 +177,7 @@ RestoredShard restore_checkpoint(const Session& session) {
         out = std::move(attempt);
       } catch (const CheckpointError& e) {
         ok = 0;
-        failures.push_back(e.what());
-        std::fprintf(stderr, "asyncps: checkpoint %s cannot be used: %s\n", path.string().c_str(), e.what());
+        failure = "server " + std::to_string(roles.rank) + " on " + host_name() + ": " + e.what();
       }
     }
     int all[2] = {ok, shadow}, agreed[2] = {0, 0};
@@ -161,13 +194,21 @@ RestoredShard restore_checkpoint(const Session& session) {
       std::fflush(stdout);
       return out;
     }
+    const std::vector<std::string> failures = gather_strings(session.comm(), failure);
+    if (roles.rank == 0) {
+      why_not.clear();
+      for (const auto& f : failures)
+        if (!f.empty()) why_not += (why_not.empty() ? "" : "; ") + f;
+      std::fprintf(stderr, "asyncps: checkpoint %s cannot be used: %s\n", path.string().c_str(), why_not.c_str());
+    }
   }
   if (items.empty()) return RestoredShard{};
   // candidates existed but none could be loaded everywhere
-  throw CheckpointError(!co.restart_from.empty() ? "--restart_from " + co.restart_from.string() + ": cannot be restored"
-                                                 : co.dir.string() +
-                                                       ": no checkpoint could be restored on every server; move them "
-                                                       "away to start afresh (nothing was overwritten)");
+  const std::string what = !co.restart_from.empty() ? "--restart_from " + co.restart_from.string() + ": cannot be restored"
+                                                    : co.dir.string() +
+                                                          ": no checkpoint could be restored on every server; move them "
+                                                          "away to start afresh (nothing was overwritten)";
+  throw CheckpointError(why_not.empty() ? what : what + " (newest tried: " + why_not + ")");
 }
 
 ServerCheckpointer::ServerCheckpointer(const Session& session, SessionWindows& windows, std::int64_t restored_step)

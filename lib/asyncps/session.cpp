@@ -118,7 +118,7 @@ Session::Session(MPI_Comm comm, ParamLayout layout, Options options)
     node_ranks_ = node_size;
     if (options_.chunk_bytes < sizeof(float)) throw ConfigError("chunk size must be at least 4 bytes");
   } catch (...) {
-    MPI_Comm_free(&comm_);
+    comm_ = MPI_COMM_NULL;  // abandoned, not freed (collective): see detail::unwinding()
     throw;
   }
 }
@@ -139,7 +139,7 @@ int Session::server_poll_us() const noexcept {
 Session::~Session() {
   int finalized = 0;
   MPI_Finalized(&finalized);
-  if (comm_ != MPI_COMM_NULL && !finalized) MPI_Comm_free(&comm_);
+  if (comm_ != MPI_COMM_NULL && !finalized && !detail::unwinding()) MPI_Comm_free(&comm_);
 }
 
 }  // namespace asyncps

@@ -51,7 +51,8 @@ void Window::release() noexcept {
   if (win_ == MPI_WIN_NULL) return;
   int finalized = 0;
   MPI_Finalized(&finalized);
-  if (!finalized) MPI_Win_free(&win_);  // collective; destructors never throw
+  // collective: abandoned (leaked) while an exception unwinds, see detail::unwinding()
+  if (!finalized && !unwinding()) MPI_Win_free(&win_);
   win_ = MPI_WIN_NULL;
   base_ = nullptr;
 }
@@ -62,7 +63,8 @@ LockAll::LockAll(MPI_Win win) {
 }
 
 LockAll::~LockAll() {
-  if (win_ != MPI_WIN_NULL) MPI_Win_unlock_all(win_);
+  // unlock waits for this rank's operations at every target: not while unwinding
+  if (win_ != MPI_WIN_NULL && !unwinding()) MPI_Win_unlock_all(win_);
 }
 
 LockAll& LockAll::operator=(LockAll&& o) noexcept {

@@ -1,4 +1,4 @@
-// defines: asyncps::detail::SessionWindows, open_windows, unwinding, wait_sleeping
+// defines: asyncps::detail::SessionWindows, open_windows, wait_sleeping
 // The windows of a session, created in the same order on every rank (creation is collective):
 //   params:  servers expose their shard (floats), workers 0 bytes
 //   control: rank 0 exposes the control block (int64), the rest 0 bytes
@@ -12,6 +12,7 @@
 
 #include "asyncps/session.h"
 #include "asyncps/staleness.h"
+#include "check.h"
 #include "window.h"
 
 namespace asyncps::detail {
@@ -27,10 +28,6 @@ SessionWindows open_windows(const Session& session);
 
 // Sums every rank's histogram over the session (collective; servers contribute empty ones).
 StalenessHistogram allreduce_staleness(MPI_Comm comm, const StalenessHistogram& mine);
-
-// True while an exception is propagating: destructors then skip collective MPI calls (the
-// program is about to abort; entering a collective now could wait forever).
-inline bool unwinding() noexcept { return std::uncaught_exceptions() > 0; }
 
 // Completes `request`, entering MPI every `poll_us` and sleeping in between (never spinning).
 // `each_round`, if given, runs after every unsuccessful test (the server drives progress and

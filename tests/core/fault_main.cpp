@@ -1,0 +1,73 @@
+// Fails on purpose on one rank while the others go on, for the no-hang tests:
+//   fault RANK WHERE
+// WHERE:
+//   window_scope   every rank holds a window and a lock_all epoch; RANK throws inside that scope
+//                  while the others wait in a barrier (the library's own RAII must not enter
+//                  the collective MPI_Win_free while unwinding)
+//   construct      RANK (a server) passes initial parameters of the wrong size: a ConfigError on
+//                  that server alone, while every other rank creates the windows
+//   before_serve   RANK (a server) runs out of memory (std::bad_alloc) after the windows exist,
+//                  before serving; the workers are training
+//   serve_tick     RANK (a server) fails inside serve() after 0.3 s of serving
+//   mid_training   RANK (a worker) fails after 50 steps; the others keep training
+// The workers train "forever" (1e12 steps), so only the failure can end the job. It must end
+// every rank, non-zero, within seconds, with one line naming the failure and the rank.
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "../../lib/asyncps/window.h"
+#include "asyncps/asyncps.h"
+
+namespace {
+[[noreturn]] void fail_here(const std::string& where) { throw std::runtime_error("injected fault: " + where); }
+}  // namespace
+
+int main(int argc, char** argv) {
+  asyncps::MpiEnvironment mpi(&argc, &argv);
+  try {
+    if (argc != 3) throw std::runtime_error("usage: fault RANK WHERE");
+    const int fault_rank = std::atoi(argv[1]);
+    const std::string where = argv[2];
+    int rank = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    const bool me = rank == fault_rank;
+    if (where == "window_scope") {
+      asyncps::detail::Window win(MPI_COMM_WORLD, 64, 4, "test");
+      asyncps::detail::LockAll lock(win.get());
+      if (me) fail_here(where);
+      MPI_Barrier(MPI_COMM_WORLD);  // the failing rank never comes
+      return 0;
+    }
+    asyncps::ParamLayout layout;
+    layout.add("w", {1000});
+    asyncps::Options options;
+    options.num_servers = 2;
+    asyncps::Session session(MPI_COMM_WORLD, layout, options);
+    if (session.roles().is_server()) {
+      const std::size_t n = me && where == "construct" ? layout.size() - 1 : layout.size();
+      asyncps::ParameterServer ps(session, std::vector<float>(n));
+      if (me && where == "before_serve") throw std::bad_alloc();
+      const auto t0 = std::chrono::steady_clock::now();
+      ps.serve([&] {
+        if (me && where == "serve_tick" && std::chrono::steady_clock::now() - t0 > std::chrono::milliseconds(300))
+          fail_here(where);
+      });
+    } else {
+      asyncps::WorkerClient w(session);
+      std::vector<float> params(layout.size()), grad(layout.size(), 0.f);
+      for (int step = 0; w.begin_step(params, 1'000'000'000'000); ++step) {
+        if (me && where == "mid_training" && step == 50) fail_here(where);
+        w.end_step(grad, -0.1f);
+      }
+      w.finish();
+    }
+  } catch (const std::exception& e) {
+    asyncps::abort_job(e.what());
+  }
+  return 0;
+}
