@@ -41,6 +41,7 @@ int main(int argc, char** argv) {
     options.server_spin_us = config->server_spin_us;
     options.wait_spin_us = config->wait_spin_us;
     options.timeline = config->timeline;
+    options.stall_timeout = config->stall_timeout;
     options.mode = choice(config->mode, {{"sync", asyncps::Mode::Sync}, {"ssp", asyncps::Mode::Ssp}}, asyncps::Mode::Async);
     options.staleness = config->staleness;
     options.staleness_lr = config->staleness_lr;

@@ -68,6 +68,8 @@ void validate(const Config& c) {
   require(c.server_poll_us >= -1 && c.server_poll_us <= 1000000,
           "--server_poll_us must be -1 (auto) or in [0, 1000000], got " + std::to_string(c.server_poll_us));
   require(!c.logdir.empty(), "--logdir must not be empty");
+  require(std::isfinite(c.stall_timeout) && c.stall_timeout >= 0 && c.stall_timeout <= 1e6,
+          "--stall_timeout must be in [0, 1e6] seconds (0: off), got " + show(c.stall_timeout));
   require(std::isfinite(c.save_secs) && c.save_secs >= 0 && c.save_secs <= 1e9,
           "--save_secs must be in [0, 1e9], got " + show(c.save_secs));
   require(c.keep_checkpoints >= 1 && c.keep_checkpoints <= 1000000,
@@ -111,6 +113,9 @@ std::optional<Config> parse_config(int argc, char** argv, bool print_help) {
      "experiments: the last worker sleeps this many ms every step")
     ("save_secs", po::value(&c.save_secs)->default_value(c.save_secs),
      "servers checkpoint into --logdir this often (0: only at the end), like the tutorial's Supervisor")
+    ("stall_timeout", po::value(&c.stall_timeout)->default_value(c.stall_timeout),
+     "a rank that makes no progress for this many seconds (stopped, hung, cut off) is named, a checkpoint is saved "
+     "if the servers are live, and the job ends non-zero (0: never); must exceed the longest step and save")
     ("keep_checkpoints", po::value(&c.keep_checkpoints)->default_value(c.keep_checkpoints), "newest checkpoints kept")
     ("restart_from", po::value(&c.restart_from), "start from this checkpoint index (default: the newest valid one in --logdir)")
     ("no_restore", po::bool_switch(&c.no_restore), "do not resume from the checkpoints in --logdir (they are kept)")

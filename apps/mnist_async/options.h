@@ -28,6 +28,7 @@ struct Config {
   bool staleness_lr = false;
   double straggler_ms = 0;
   double save_secs = 60;
+  double stall_timeout = 60;  // seconds a rank may go without progress before the job ends (0: off)
   int keep_checkpoints = 5;
   std::string restart_from;
   bool no_restore = false;

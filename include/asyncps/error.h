@@ -1,4 +1,5 @@
-// defines: asyncps::Error, asyncps::MpiError, asyncps::CheckpointError, asyncps::ConfigError
+// defines: asyncps::Error, asyncps::MpiError, asyncps::CheckpointError, asyncps::ConfigError,
+//          asyncps::StallError
 // Every failure in libasyncps is thrown as one of these; what() is one line that names the
 // failing call or the bad input. A program's main catches them, prints what(), and calls
 // MPI_Abort so that no rank is left waiting for this one.
@@ -32,6 +33,13 @@ class CheckpointError : public Error {
 // The job was started or configured in a way that cannot work (too few ranks, a layout that
 // differs between ranks, a bad option value).
 class ConfigError : public Error {
+ public:
+  using Error::Error;
+};
+
+// A rank stopped making progress for Options::stall_timeout seconds (stopped, swapped out,
+// wedged in a driver, cut off); what() names it by rank and host.
+class StallError : public Error {
  public:
   using Error::Error;
 };

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "asyncps/checkpoint.h"
 #include "asyncps/param_layout.h"
@@ -61,6 +62,12 @@ struct Options {
   // saves) and rank 0 writes them here at the end as Chrome trace-event JSON (Perfetto).
   std::string timeline = {};
   std::size_t chunk_bytes = 1u << 20;  // large pushes/pulls are split into pieces of this size
+  // Liveness (see docs/ARCHITECTURE.md "Failure"): every rank sends a heartbeat about every
+  // min(1 s, stall_timeout / 4); a rank silent for this many seconds is reported by rank and
+  // host, server 0 saves a checkpoint if every server is live, and the job ends with StallError
+  // on the rank that noticed. It must exceed the longest compute step and the longest save.
+  // 0: off.
+  double stall_timeout = 60;
   CheckpointOptions checkpoint = {};  // where and how often servers save (default: never)
 };
 
@@ -84,6 +91,8 @@ class Session {
   // The server progress mode and poll interval in effect (Options' auto values resolved).
   ServerProgress server_progress() const noexcept;
   int server_poll_us() const noexcept;
+  // "worker 1 (rank 2 on host-b)" / "server 0 (rank 0 on host-a)": a rank as messages name it.
+  std::string describe_rank(int rank) const;
   // Ranks of the session on this rank's node (this one included).
   int node_ranks() const noexcept { return node_ranks_; }
   // Whether some other rank on this node may talk to this one over shared memory (Open MPI's
@@ -98,6 +107,7 @@ class Session {
   Options options_;
   bool single_node_ = false;
   int node_ranks_ = 1;
+  std::vector<std::string> hosts_;  // every rank's host (MPI_Get_processor_name)
 };
 
 }  // namespace asyncps

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <thread>
 #include <utility>
 
 #include "asyncps/error.h"
@@ -279,6 +280,22 @@ void ServerCheckpointer::try_commit() {
   indexed_.push_back(pending_);
   pending_ = -1;
   prune_checkpoints(co.dir, co.keep, 0, s, indexed_, sharded_);
+}
+
+std::string ServerCheckpointer::save_now(const std::function<void()>& progress, double seconds) {
+  if (!enabled_ || session_.roles().rank != 0) return {};
+  if (pending_ < 0) {
+    const std::int64_t step = load_local(win_, ctrl::kGlobalStep);
+    if (step > last_indexed_) request_save(step);
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  while (pending_ >= 0 && std::chrono::steady_clock::now() < deadline) {
+    progress();
+    try_commit();
+    if (pending_ >= 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  if (pending_ >= 0 || indexed_.empty()) return {};
+  return index_path(session_.options().checkpoint.dir, last_indexed_).string();
 }
 
 void ServerCheckpointer::answer_request() {

@@ -22,6 +22,7 @@
 #pragma once
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -49,6 +50,10 @@ class ServerCheckpointer {
   // Writes this server's shard of `step` from window memory (the final save under its own
   // names); returns its checksum.
   std::uint64_t write_my_shard(std::int64_t step, bool with_shadow, bool final_save = false);
+  // Server 0, when the job must end early (a stalled worker): saves the current step now, or
+  // finishes the save in flight, calling `progress` while other servers answer; gives up after
+  // `seconds`. Returns the index written (the newest this run wrote), or empty.
+  std::string save_now(const std::function<void()>& progress, double seconds);
   // The end of the job (finish_job): forget this session's saves past the final step (snapshots
   // taken while a claimed step was given back) and prune.
   void after_final(std::int64_t final_step, bool index_written);

@@ -10,6 +10,7 @@
 #include "check.h"
 #include "checkpointer.h"
 #include "control_block.h"
+#include "liveness.h"
 #include "progress.h"
 #include "timeline.h"
 #include "windows.h"
@@ -29,7 +30,23 @@ struct ParameterServer::Impl {
   StalenessHistogram job_staleness;
   detail::Timeline timeline;
   std::unique_ptr<detail::ProgressEngine> progress;
+  detail::Liveness liveness;
   bool served = false;
+
+  // Server 0: `rank` has been silent for the stall timeout. Saves what it safely can (every
+  // server live: the arena is whole, Hogwild-consistent) and ends the job with StallError.
+  [[noreturn]] void stalled(int rank, const std::function<void()>& progress_once) {
+    std::string msg = liveness.describe_silence(rank);
+    bool servers_live = true;
+    for (int k = 1; k < session.roles().num_servers; ++k)
+      servers_live = servers_live && liveness.silent_for(k) < liveness.timeout() / 2;
+    if (!session.options().checkpoint.dir.empty()) {
+      const std::string saved = servers_live ? ckpt->save_now(progress_once, std::min(10.0, liveness.timeout())) : "";
+      msg += saved.empty() ? "; no checkpoint saved now (a server is silent): a restart resumes from the last one"
+                           : "; saved " + saved + ": a restart resumes from it";
+    }
+    throw StallError(msg);
+  }
 
   explicit Impl(Session& s) : session(s), timeline(!s.options().timeline.empty()) {}
 };
@@ -81,6 +98,8 @@ ParameterServer::ParameterServer(Session& session, std::span<const float> initia
   pc.spin_us = session.options().server_spin_us;
   pc.tick_us = std::min(pc.poll_us, 10000);
   impl_->progress = std::make_unique<detail::ProgressEngine>(pc, &impl_->timeline);
+  impl_->liveness = detail::Liveness(session, impl_->win);
+  impl_->liveness.beat();
 }
 
 ParameterServer::~ParameterServer() {
@@ -96,7 +115,13 @@ void ParameterServer::serve(const std::function<void()>& tick) {
   // completes once every worker has finished. (A blocking MPI_Barrier would never match it.)
   MPI_Request done = MPI_REQUEST_NULL;
   ASYNCPS_MPI_CHECK(MPI_Ibarrier(impl_->session.comm(), &done));
+  const auto progress_once = [&] {
+    int ignored = 0;
+    ASYNCPS_MPI_CHECK(MPI_Test(&done, &ignored, MPI_STATUS_IGNORE));
+  };
   impl_->progress->run_until(done, [&] {
+    impl_->liveness.beat();
+    if (auto r = impl_->liveness.stalled_rank()) impl_->stalled(*r, progress_once);
     const auto t0 = detail::Timeline::Clock::now();
     impl_->ckpt->tick();
     if (tick) tick();

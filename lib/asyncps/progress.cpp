@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "check.h"
+#include "liveness.h"
 #include "timeline.h"
 
 namespace asyncps::detail {
@@ -87,19 +88,34 @@ void ProgressEngine::run_until(MPI_Request& request, const std::function<void()>
   }
 }
 
+void RequestWaiter::check_stall(Clock::time_point since) const {
+  if (liveness_) liveness_->check_wait(std::chrono::duration<double>(Clock::now() - since).count(), whom_);
+}
+
 void RequestWaiter::wait_all(MPI_Request* reqs, int n) {
   if (n == 0) return;
+  int done = 0;
   if (!sleep_) {
-    ASYNCPS_MPI_CHECK(MPI_Waitall(n, reqs, MPI_STATUSES_IGNORE));
-    return;
+    if (!liveness_ || !liveness_->enabled()) {
+      ASYNCPS_MPI_CHECK(MPI_Waitall(n, reqs, MPI_STATUSES_IGNORE));
+      return;
+    }
+    // the same spin as MPI_Waitall, with a look at the clock every 4096 tests
+    const auto t0 = Clock::now();
+    for (unsigned i = 1;; ++i) {
+      ASYNCPS_MPI_CHECK(MPI_Testall(n, reqs, &done, MPI_STATUSES_IGNORE));
+      if (done) return;
+      if (i % 4096 == 0) check_stall(t0);
+    }
   }
   const auto t0 = Clock::now();
-  int done = 0, backoff_us = std::min(kFirstBackoffUs / 2, max_sleep_us_);
+  int backoff_us = std::min(kFirstBackoffUs / 2, max_sleep_us_);
   for (;;) {
     ASYNCPS_MPI_CHECK(MPI_Testall(n, reqs, &done, MPI_STATUSES_IGNORE));
     if (done) return;
     const auto now = Clock::now();
     if (now - t0 < std::chrono::microseconds(spin_us_)) continue;
+    check_stall(t0);
     if (now - last_scan_ >= kRescanEvery) {  // (the first wait scans: last_scan_ starts at 0)
       sockets_.rescan();
       last_scan_ = now;

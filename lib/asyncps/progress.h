@@ -19,6 +19,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "socket_waiter.h"
@@ -26,6 +27,7 @@
 namespace asyncps::detail {
 
 class Timeline;
+class Liveness;
 
 // Entries into MPI right after a wake-up: Open MPI completes what arrived (and sends the
 // replies) over several entries, and no socket wakes anyone for that (1 entry: most steps waited
@@ -80,8 +82,17 @@ class RequestWaiter {
   }
   void wait(MPI_Request& req) { wait_all(&req, 1); }
   void wait_all(MPI_Request* reqs, int n);  // completes them all (each becomes MPI_REQUEST_NULL)
+  // With a liveness watch, a wait that outlasts its stall timeout throws StallError naming
+  // `whom` (the ranks the requests wait for) instead of waiting forever.
+  void watch(const Liveness* liveness, std::string whom) {
+    liveness_ = liveness;
+    whom_ = std::move(whom);
+  }
 
  private:
+  void check_stall(std::chrono::steady_clock::time_point since) const;
+  const Liveness* liveness_ = nullptr;
+  std::string whom_;
   bool sleep_ = false;
   int spin_us_ = 50;
   int max_sleep_us_ = 1000;

@@ -34,12 +34,14 @@ std::uint64_t checkpoint_hash(const CheckpointOptions& c) {
   return h;
 }
 
-std::array<std::uint64_t, 11> fingerprint(const ParamLayout& layout, const Options& o) {
+std::array<std::uint64_t, 12> fingerprint(const ParamLayout& layout, const Options& o) {
+  std::uint64_t stall = 0;
+  std::memcpy(&stall, &o.stall_timeout, sizeof stall);
   return {layout.hash(), layout.size(), static_cast<std::uint64_t>(o.num_servers),
           static_cast<std::uint64_t>(o.pull), o.chunk_bytes, static_cast<std::uint64_t>(o.mode),
           static_cast<std::uint64_t>(o.staleness), static_cast<std::uint64_t>(o.staleness_lr),
           static_cast<std::uint64_t>(o.overlap), static_cast<std::uint64_t>(!o.timeline.empty()),
-          checkpoint_hash(o.checkpoint)};
+          checkpoint_hash(o.checkpoint), stall};
 }
 
 bool pt2pt_forced() {  // pt2pt chosen by the user on one node (`--mca osc pt2pt`) needs the target as much as TCP does
@@ -79,7 +81,7 @@ void check_same_everywhere(MPI_Comm comm, const ParamLayout& layout, const Optio
       msg << "checkpoint options differ between ranks (rank " << r
           << " vs rank 0): every rank must be given the same checkpoint directory, save interval, "
              "number kept, restart checkpoint and restore choice";
-    } else if (f[3] != f0[3] || f[4] != f0[4] || f[8] != f0[8] || f[9] != f0[9]) {
+    } else if (f[3] != f0[3] || f[4] != f0[4] || f[8] != f0[8] || f[9] != f0[9] || f[11] != f0[11]) {
       msg << "options differ between ranks (rank " << r << " vs rank 0): pass the same flags to every rank";
     } else {
       continue;
@@ -117,6 +119,16 @@ Session::Session(MPI_Comm comm, ParamLayout layout, Options options)
     single_node_ = node_size == size;
     node_ranks_ = node_size;
     if (options_.chunk_bytes < sizeof(float)) throw ConfigError("chunk size must be at least 4 bytes");
+    if (!(options_.stall_timeout >= 0 && options_.stall_timeout <= 1e6))
+      throw ConfigError("stall timeout must be in [0, 1000000] seconds (0: off)");
+    // every rank's host, for messages that name a rank (a stall, a restore failure)
+    char host[MPI_MAX_PROCESSOR_NAME] = {};
+    int len = 0;
+    MPI_Get_processor_name(host, &len);
+    std::vector<char> all(static_cast<std::size_t>(size) * MPI_MAX_PROCESSOR_NAME);
+    ASYNCPS_MPI_CHECK(MPI_Allgather(host, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, all.data(), MPI_MAX_PROCESSOR_NAME,
+                                    MPI_CHAR, comm_));
+    for (int r = 0; r < size; ++r) hosts_.emplace_back(&all[static_cast<std::size_t>(r) * MPI_MAX_PROCESSOR_NAME]);
   } catch (...) {
     comm_ = MPI_COMM_NULL;  // abandoned, not freed (collective): see detail::unwinding()
     throw;
@@ -134,6 +146,13 @@ int Session::server_poll_us() const noexcept {
   if (options_.server_poll_us >= 0) return options_.server_poll_us;
   if (server_progress() == ServerProgress::Wake && shared_memory_neighbours()) return 1000;
   return 10000;
+}
+
+std::string Session::describe_rank(int rank) const {
+  const std::string host = rank >= 0 && static_cast<std::size_t>(rank) < hosts_.size() ? hosts_[static_cast<std::size_t>(rank)] : "?";
+  const std::string role = rank < roles_.num_servers ? "server " + std::to_string(rank)
+                                                     : "worker " + std::to_string(rank - roles_.num_servers);
+  return role + " (rank " + std::to_string(rank) + " on " + host + ")";
 }
 
 Session::~Session() {

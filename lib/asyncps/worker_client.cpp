@@ -17,6 +17,7 @@
 #include "check.h"
 #include "checkpointer.h"
 #include "control_block.h"
+#include "liveness.h"
 #include "progress.h"
 #include "timeline.h"
 #include "windows.h"
@@ -72,9 +73,9 @@ struct WorkerClient::Impl {
   // its step and pulls in one go (one MPI_Rget_accumulate(SUM, +1) on [step, halt, done] next
   // to the pulls: every request completes by data arriving, so no flush and one wait);
   // end_step's push leaves with requests and completes inside the next begin_step's wait.
-  std::int64_t claim_add[3] = {1, 0, 0};
-  std::int64_t claim_now[3] = {0, 0, 0};       // [step before mine, halt, done]
-  std::int64_t claim_next[3] = {0, 0, 0};      // the same for the prefetched step (overlap)
+  std::int64_t claim_add[4] = {1, 0, 0, 0};
+  std::int64_t claim_now[4] = {0, 0, 0, 0};    // [step before mine, halt, done, server 0's heartbeat]
+  std::int64_t claim_next[4] = {0, 0, 0, 0};   // the same for the prefetched step (overlap)
   const std::int64_t clock_tick = 1;
   std::int64_t current_claim = 0;              // the global step this worker's update will take
   std::vector<MPI_Request> push_requests;      // the last end_step's push (and SSP clock tick)
@@ -92,6 +93,7 @@ struct WorkerClient::Impl {
   std::vector<MPI_Request> shadow_requests;
   bool shadow_stored = false;
 
+  detail::Liveness liveness;
   detail::Timeline timeline;
   Clock::time_point compute_since{};
   bool computing = false;
@@ -169,15 +171,15 @@ struct WorkerClient::Impl {
     if (!by_request) {
       ASYNCPS_MPI_CHECK(MPI_Fetch_and_op(&claim_add[0], &result[0], MPI_INT64_T, detail::ctrl::kControlRank,
                                          detail::ctrl::kGlobalStep, MPI_SUM, win.control.get()));
-      ASYNCPS_MPI_CHECK(MPI_Get_accumulate(nullptr, 0, MPI_INT64_T, result + 1, 2, MPI_INT64_T,
-                                           detail::ctrl::kControlRank, detail::ctrl::kHalt, 2, MPI_INT64_T, MPI_NO_OP,
+      ASYNCPS_MPI_CHECK(MPI_Get_accumulate(nullptr, 0, MPI_INT64_T, result + 1, 3, MPI_INT64_T,
+                                           detail::ctrl::kControlRank, detail::ctrl::kHalt, 3, MPI_INT64_T, MPI_NO_OP,
                                            win.control.get()));
       issue_pull(dst, nullptr);
       return;
     }
     MPI_Request r;
-    ASYNCPS_MPI_CHECK(MPI_Rget_accumulate(claim_add, 3, MPI_INT64_T, result, 3, MPI_INT64_T, detail::ctrl::kControlRank,
-                                          detail::ctrl::kGlobalStep, 3, MPI_INT64_T, MPI_SUM, win.control.get(), &r));
+    ASYNCPS_MPI_CHECK(MPI_Rget_accumulate(claim_add, 4, MPI_INT64_T, result, 4, MPI_INT64_T, detail::ctrl::kControlRank,
+                                          detail::ctrl::kGlobalStep, 4, MPI_INT64_T, MPI_SUM, win.control.get(), &r));
     reqs.push_back(r);
     issue_pull(dst, &reqs);
   }
@@ -310,9 +312,11 @@ struct WorkerClient::Impl {
   // the two adjacent slots).
   // In sync mode a worker that has left (drained) can never arrive again: the rounds are over.
   bool job_complete() {
-    static_assert(detail::ctrl::kHalt == detail::ctrl::kGlobalStep + 1 && detail::ctrl::kDone == detail::ctrl::kGlobalStep + 2);
-    std::int64_t v[3] = {0, 0, 0};  // step, halt, done
-    control_op(detail::ctrl::kGlobalStep, nullptr, v, 3, MPI_NO_OP);
+    static_assert(detail::ctrl::kHalt == detail::ctrl::kGlobalStep + 1 && detail::ctrl::kDone == detail::ctrl::kGlobalStep + 2 &&
+                  detail::ctrl::kBeat0 == detail::ctrl::kGlobalStep + 3);
+    std::int64_t v[4] = {0, 0, 0, 0};  // step, halt, done, server 0's heartbeat
+    control_op(detail::ctrl::kGlobalStep, nullptr, v, 4, MPI_NO_OP);
+    liveness.saw_server0(v[3]);
     last_seen_step = v[0];
     return v[0] >= limit || v[1] != 0 || (options().mode == Mode::Sync && v[2] != 0);
   }
@@ -326,6 +330,7 @@ struct WorkerClient::Impl {
     int backoff_us = 20;
     bool waited = false;
     for (;;) {
+      liveness.beat();  // waiting is alive: the rank waited for is the silent one
       if (ready()) break;
       if (job_complete()) return false;
       waited = true;
@@ -395,6 +400,11 @@ WorkerClient::WorkerClient(Session& session) : impl_(std::make_unique<Impl>(sess
   detail::restore_checkpoint(session);             // collective with the servers' constructors
   ASYNCPS_MPI_CHECK(MPI_Barrier(session.comm()));  // the servers have filled their shards
   impl_->timeline.set_origin();
+  impl_->liveness = detail::Liveness(session, impl_->win);
+  const int s = session.roles().num_servers;
+  impl_->waiter.watch(&impl_->liveness, s == 1 ? "an answer from " + session.describe_rank(0)
+                                               : "an answer from the servers (ranks 0-" + std::to_string(s - 1) + ")");
+  impl_->liveness.beat();
 }
 
 WorkerClient::~WorkerClient() {
@@ -507,8 +517,15 @@ void WorkerClient::drain() {
   impl_->fetch_and_add(detail::ctrl::kDone, 1, MPI_SUM);
   impl_->drained = true;
   const std::int64_t workers = impl_->session.roles().num_workers();
-  while (impl_->fetch_and_add(detail::ctrl::kDone, 0, MPI_NO_OP) < workers)
+  for (;;) {
+    std::int64_t v[2] = {0, 0};  // done, server 0's heartbeat
+    impl_->control_op(detail::ctrl::kDone, nullptr, v, 2, MPI_NO_OP);
+    impl_->liveness.saw_server0(v[1]);
+    if (v[0] >= workers) break;
+    impl_->liveness.beat();
     std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+  impl_->liveness.finished();  // silent from now on by right
 }
 
 void WorkerClient::finish() {
@@ -522,7 +539,10 @@ void WorkerClient::finish() {
   // Matches the servers' MPI_Ibarrier in serve(): completes when every worker is here.
   MPI_Request done = MPI_REQUEST_NULL;
   ASYNCPS_MPI_CHECK(MPI_Ibarrier(impl_->session.comm(), &done));
-  detail::wait_sleeping(done, 200);
+  const auto t0 = Clock::now();
+  detail::wait_sleeping(done, 200, [&] {
+    impl_->liveness.check_wait(seconds_since(t0), "the servers to end the job (every worker has finished)");
+  });
   impl_->final_state = detail::finish_job(impl_->session, impl_->win, nullptr);  // the final checkpoint
   impl_->job_staleness = detail::allreduce_staleness(impl_->session.comm(), impl_->staleness);
   detail::write_timeline(impl_->session, impl_->timeline);
@@ -534,6 +554,7 @@ std::optional<StepStart> WorkerClient::begin_step(std::span<float> params, std::
   if (m.drained) throw Error("WorkerClient::begin_step after drain(): this worker said it was done updating");
   m.end_compute();
   m.limit = limit;
+  m.liveness.beat();
   const Mode mode = m.options().mode;
   if (mode == Mode::Sync) {
     if (m.version_base < 0) m.version_base = m.fetch_and_add(detail::ctrl::kVersion, 0, MPI_NO_OP);
@@ -573,6 +594,7 @@ std::optional<StepStart> WorkerClient::begin_step(std::span<float> params, std::
   }
   m.complete_push();  // (usually long complete: it left before the claim and pull)
   const std::int64_t before = got[0], halt = got[1];
+  m.liveness.saw_server0(got[3]);
   m.resolve(before);
   ++m.stats.pulls;
   m.stats.pull_seconds += seconds_since(t0);

@@ -1,0 +1,126 @@
+// defines: Liveness
+#include "liveness.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "asyncps/error.h"
+#include "check.h"
+#include "control_block.h"
+
+namespace asyncps::detail {
+
+namespace {
+constexpr auto kCheckEvery = std::chrono::milliseconds(250);  // server 0's look at the beats
+double seconds(Liveness::Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+std::string fmt_seconds(double s) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.1f s", s);
+  return b;
+}
+}  // namespace
+
+Liveness::Liveness(const Session& session, SessionWindows& windows)
+    : session_(&session), win_(&windows), timeout_(session.options().stall_timeout) {
+  if (!enabled()) return;
+  interval_ = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(std::min(1.0, timeout_ / 4)));
+  const auto now = Clock::now();
+  const auto n = static_cast<std::size_t>(session.roles().size);
+  seen_.assign(n, -1);
+  changed_.assign(n, now);
+  last_check_ = beat0_changed_ = now;
+}
+
+void Liveness::beat() {
+  if (!enabled()) return;
+  const auto now = Clock::now();
+  if (now - last_beat_ < interval_) return;
+  last_beat_ = now;
+  const Roles& roles = session_->roles();
+  const MPI_Win w = win_->control.get();
+  if (roles.rank == ctrl::kControlRank) {  // its own memory: a local atomic add
+    __atomic_add_fetch(&win_->control.data<std::int64_t>()[ctrl::kBeat0], 1, __ATOMIC_RELEASE);
+    ASYNCPS_MPI_CHECK(MPI_Win_sync(w));
+    return;
+  }
+  if (beat_request_ != MPI_REQUEST_NULL) {  // the last beat is long sent; if not, skip this one
+    int done = 0;
+    ASYNCPS_MPI_CHECK(MPI_Test(&beat_request_, &done, MPI_STATUS_IGNORE));
+    if (!done) return;
+  }
+  ASYNCPS_MPI_CHECK(MPI_Raccumulate(&one_, 1, MPI_INT64_T, ctrl::kControlRank,
+                                    ctrl::beats(roles.num_workers(), roles.num_servers) + roles.rank, 1, MPI_INT64_T,
+                                    MPI_SUM, w, &beat_request_));
+}
+
+void Liveness::finished() {
+  const Roles& roles = session_->roles();
+  if (!enabled() || roles.rank == ctrl::kControlRank) return;
+  const MPI_Win w = win_->control.get();
+  if (beat_request_ != MPI_REQUEST_NULL) ASYNCPS_MPI_CHECK(MPI_Wait(&beat_request_, MPI_STATUS_IGNORE));
+  finished_add_ = ctrl::kFinished;
+  ASYNCPS_MPI_CHECK(MPI_Accumulate(&finished_add_, 1, MPI_INT64_T, ctrl::kControlRank,
+                                   ctrl::beats(roles.num_workers(), roles.num_servers) + roles.rank, 1, MPI_INT64_T,
+                                   MPI_SUM, w));
+  ASYNCPS_MPI_CHECK(MPI_Win_flush(ctrl::kControlRank, w));
+}
+
+std::optional<int> Liveness::stalled_rank() {
+  if (!enabled()) return std::nullopt;
+  const auto now = Clock::now();
+  if (now - last_check_ < kCheckEvery) return std::nullopt;
+  // Not watching for a while (a long save): beats that came meanwhile may not have landed yet
+  // (pt2pt applies them as this rank enters MPI), so nobody is judged on that gap.
+  const bool was_away = seconds(now - last_check_) > timeout_ / 2;
+  last_check_ = now;
+  const Roles& roles = session_->roles();
+  ASYNCPS_MPI_CHECK(MPI_Win_sync(win_->control.get()));
+  const std::int64_t* beats = win_->control.data<std::int64_t>() + ctrl::beats(roles.num_workers(), roles.num_servers);
+  std::optional<int> worst;
+  for (int r = 1; r < roles.size; ++r) {
+    const auto i = static_cast<std::size_t>(r);
+    const std::int64_t v = __atomic_load_n(&beats[r], __ATOMIC_ACQUIRE);
+    if (v >= ctrl::kFinished) continue;  // done: silent by right
+    if (v != seen_[i] || was_away) {
+      seen_[i] = v;
+      changed_[i] = now;
+    } else if (seconds(now - changed_[i]) > timeout_ && (!worst || changed_[i] < changed_[static_cast<std::size_t>(*worst)])) {
+      worst = r;
+    }
+  }
+  return worst;
+}
+
+double Liveness::silent_for(int rank) const {
+  return enabled() ? seconds(Clock::now() - changed_[static_cast<std::size_t>(rank)]) : 0;
+}
+
+std::string Liveness::describe_silence(int rank) const {
+  return session_->describe_rank(rank) + " has made no progress for " + fmt_seconds(silent_for(rank)) +
+         " (stall timeout " + fmt_seconds(timeout_) + ")";
+}
+
+void Liveness::saw_server0(std::int64_t beat0) {
+  if (!enabled()) return;
+  const auto now = Clock::now();
+  if (beat0 != beat0_seen_) {
+    beat0_seen_ = beat0;
+    beat0_changed_ = now;
+    return;
+  }
+  const double silent = seconds(now - beat0_changed_);
+  if (silent > timeout_)
+    throw StallError(session_->describe_rank(0) + " has made no progress for " + fmt_seconds(silent) +
+                     " (stall timeout " + fmt_seconds(timeout_) + "); noticed by " +
+                     session_->describe_rank(session_->roles().rank));
+}
+
+void Liveness::check_wait(double waited, const std::string& whom) const {
+  if (!enabled()) return;
+  const double grace = std::max(2.0, timeout_ / 2);  // server 0 names a stalled worker first
+  if (waited > timeout_ + grace)
+    throw StallError(session_->describe_rank(session_->roles().rank) + " has waited " + fmt_seconds(waited) + " for " +
+                     whom + " (stall timeout " + fmt_seconds(timeout_) + "): one of them stopped making progress");
+}
+
+}  // namespace asyncps::detail
