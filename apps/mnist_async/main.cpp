@@ -31,7 +31,9 @@ int main(int argc, char** argv) {
     const auto config = mnist_async::parse_config(argc, argv, /*print_help=*/rank == 0);
     if (!config) return 0;  // --help
     if (config->eval_only) return rank == 0 ? mnist_async::run_eval(*config) : 0;
-    mnist_async::check_logdir(config->logdir);  // every rank: its host's logdir must be writable
+    mnist_async::check_writable_dir(config->logdir, "--logdir");  // every rank: its host's logdir
+    if (!config->export_dir.empty() && rank == config->ps)  // the chief exports at the end: fail now
+      mnist_async::check_writable_dir(config->export_dir, "--export_dir");
     asyncps::Options options;
     options.num_servers = config->ps;
     options.server_poll_us = config->server_poll_us;

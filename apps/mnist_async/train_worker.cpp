@@ -75,13 +75,13 @@ asyncps::ParamLayout mnist_layout() {
   return layout;
 }
 
-void check_logdir(const std::string& logdir) {
+void check_writable_dir(const std::string& dir, const char* flag) {
   std::error_code ec;
-  std::filesystem::create_directories(logdir, ec);
-  if (ec) throw asyncps::ConfigError("--logdir " + logdir + ": cannot create it: " + ec.message());
-  const auto probe = std::filesystem::path(logdir) / (".write-test-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir, ec);
+  if (ec) throw asyncps::ConfigError(std::string(flag) + " " + dir + ": cannot create it: " + ec.message());
+  const auto probe = std::filesystem::path(dir) / (".write-test-" + std::to_string(::getpid()));
   std::FILE* f = std::fopen(probe.c_str(), "w");
-  if (!f) throw asyncps::ConfigError("--logdir " + logdir + ": cannot write in it: " + std::strerror(errno));
+  if (!f) throw asyncps::ConfigError(std::string(flag) + " " + dir + ": cannot write in it: " + std::strerror(errno));
   std::fclose(f);
   std::filesystem::remove(probe, ec);
 }

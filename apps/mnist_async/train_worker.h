@@ -15,7 +15,8 @@ int run_server(const Config& config, asyncps::Session& session);
 int run_worker(const Config& config, asyncps::Session& session);
 // --eval_only: evaluates a checkpoint (plain and EMA) on validation and test; returns the exit code.
 int run_eval(const Config& config);
-// Creates the logdir if needed and checks a file can be written in it; ConfigError otherwise.
-void check_logdir(const std::string& logdir);
+// Creates `dir` if needed and checks a file can be written in it; ConfigError naming `flag`
+// otherwise (--logdir on every rank; --export_dir on the chief, before training, not after).
+void check_writable_dir(const std::string& dir, const char* flag);
 
 }  // namespace mnist_async

@@ -345,6 +345,26 @@ fs::path final_shard_path(const fs::path& dir, std::int64_t step, int server, in
   return shard_path(dir, step, server, num_servers).string() + ".final";
 }
 
+std::vector<fs::path> files_past(const fs::path& dir, std::int64_t after_step, int server, int num_servers) {
+  static const std::regex shard_re(R"(^ckpt-\d+\.shard-(\d+)-of-(\d+)(\.final)?$)");
+  static const std::regex index_re(R"(^ckpt-\d+\.index$)");
+  std::vector<fs::path> out;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (step_of(name) <= after_step) continue;
+    std::smatch m;
+    if (std::regex_match(name, m, shard_re)) {
+      const std::int64_t k = parse_step(m[1].str()), of = parse_step(m[2].str());
+      const bool a_current_server_writes_it = of == num_servers && k >= 0 && k < num_servers;
+      if (a_current_server_writes_it ? k == server : server == 0) out.push_back(entry.path());
+    } else if (server == 0 && std::regex_match(name, index_re)) {
+      out.push_back(entry.path());
+    }
+  }
+  return out;
+}
+
 void prune_checkpoints(const fs::path& dir, int keep, int server, int num_servers, std::vector<std::int64_t>& indexed,
                        std::vector<std::int64_t>& sharded) {
   std::error_code ec;

@@ -75,6 +75,11 @@ std::string read_file_bytes(const fs::path& file, bool follow_links = false);
 void prune_checkpoints(const fs::path& dir, int keep, int server, int num_servers, std::vector<std::int64_t>& indexed,
                        std::vector<std::int64_t>& sharded);
 
+// The checkpoint files in `dir` past `after_step` that server `server` of `num_servers` answers
+// for when a run starts without restoring them (they would be overwritten): its own shards
+// (plain and final); server 0 also the indexes and any shard no current server writes.
+std::vector<fs::path> files_past(const fs::path& dir, std::int64_t after_step, int server, int num_servers);
+
 // The final save's shard names (written beside a periodic save of the same step, so its index
 // can be replaced atomically: the old index keeps pointing at the old shards until the rename).
 fs::path final_shard_path(const fs::path& dir, std::int64_t step, int server, int num_servers);

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <thread>
 #include <utility>
 
@@ -114,15 +115,60 @@ bool load_range(const Index& index, const fs::path& dir, const ParamLayout& layo
   return true;
 }
 
+// A run that does not continue from the newest checkpoint in the directory would overwrite the
+// files of an earlier run past its starting step: each server moves its own aside first.
+void move_earlier_run(const Session& session, std::int64_t after_step) {
+  const CheckpointOptions& co = session.options().checkpoint;
+  if (co.dir.empty() || (co.restore && co.restart_from.empty())) return;
+  const Roles& roles = session.roles();
+  std::string archive;
+  if (roles.rank == 0) {
+    char when[32] = {};
+    const std::time_t now = std::time(nullptr);
+    std::tm tm{};
+    ::gmtime_r(&now, &tm);
+    std::strftime(when, sizeof when, "%Y%m%dT%H%M%SZ", &tm);
+    archive = (co.dir / ("earlier-run-" + std::string(when))).string();
+  }
+  bcast_string(session.comm(), archive);
+  long long moved = 0, failed = 0;
+  std::string problem;
+  if (roles.is_server())
+    for (const auto& f : files_past(co.dir, after_step, roles.rank, roles.num_servers)) {
+      std::error_code ec;
+      fs::create_directories(archive, ec);
+      if (!ec) fs::rename(f, fs::path(archive) / f.filename(), ec);
+      if (ec) {
+        ++failed;
+        problem = f.string() + ": " + ec.message();
+      } else {
+        ++moved;
+      }
+    }
+  long long mine[2] = {moved, failed}, all[2] = {0, 0};
+  ASYNCPS_MPI_CHECK(MPI_Allreduce(mine, all, 2, MPI_LONG_LONG, MPI_SUM, session.comm()));
+  if (all[1] > 0)  // never overwrite what could not be moved
+    throw CheckpointError("cannot move an earlier run's checkpoint files out of the way (" +
+                          (problem.empty() ? std::string("on another server") : problem) +
+                          "); move them away by hand or use another directory");
+  if (roles.rank == 0 && all[0] > 0) {
+    std::printf("asyncps: %lld checkpoint file(s) of an earlier run past step %lld, which this run would overwrite, "
+                "moved to %s\n",
+                all[0], static_cast<long long>(std::max<std::int64_t>(after_step, 0)), archive.c_str());
+    std::fflush(stdout);
+  }
+}
+
 }  // namespace
 
-RestoredShard restore_checkpoint(const Session& session) {
+RestoredShard restore_checkpoint(const Session& session, DirLock* lock) {
   const CheckpointOptions& co = session.options().checkpoint;
   const Roles& roles = session.roles();
   const ParamLayout& layout = session.layout();
   // 1. rank 0: the candidates, newest first, as (path, index bytes); damaged ones reported
   std::string fatal, payload;
-  if (roles.rank == 0) {
+  if (lock && !co.dir.empty()) *lock = DirLock::acquire(co.dir, fatal);  // fatal: who holds it
+  if (roles.rank == 0 && fatal.empty()) {
     std::vector<fs::path> paths;
     if (!co.restart_from.empty()) paths.push_back(co.restart_from);
     else if (!co.dir.empty() && co.restore) paths = list_checkpoints(co.dir);
@@ -193,6 +239,7 @@ RestoredShard restore_checkpoint(const Session& session) {
         std::printf("asyncps: restored %s (global step %lld, written by %u server(s))\n", path.string().c_str(),
                     static_cast<long long>(idx.step), idx.num_servers);
       std::fflush(stdout);
+      move_earlier_run(session, idx.step);
       return out;
     }
     const std::vector<std::string> failures = gather_strings(session.comm(), failure);
@@ -203,7 +250,10 @@ RestoredShard restore_checkpoint(const Session& session) {
       std::fprintf(stderr, "asyncps: checkpoint %s cannot be used: %s\n", path.string().c_str(), why_not.c_str());
     }
   }
-  if (items.empty()) return RestoredShard{};
+  if (items.empty()) {
+    move_earlier_run(session, -1);
+    return RestoredShard{};
+  }
   // candidates existed but none could be loaded everywhere
   const std::string what = !co.restart_from.empty() ? "--restart_from " + co.restart_from.string() + ": cannot be restored"
                                                     : co.dir.string() +
@@ -247,7 +297,12 @@ std::uint64_t ServerCheckpointer::write_my_shard(std::int64_t step, bool with_sh
 
 void ServerCheckpointer::request_save(std::int64_t step) {
   const int s = session_.roles().num_servers;
-  my_sum_ = write_my_shard(step, load_local(win_, ctrl::kShadowValid) != 0);
+  try {
+    my_sum_ = write_my_shard(step, load_local(win_, ctrl::kShadowValid) != 0);
+  } catch (const Error& e) {  // e.g. a full disk: the older checkpoints are intact, go on
+    warn_not_saved(step, e.what());
+    return;
+  }
   pending_ = step;
   if (s > 1) add_remote(win_, ctrl::kSaveRequest, step - load_local(win_, ctrl::kSaveRequest));
   try_commit();
@@ -258,6 +313,7 @@ void ServerCheckpointer::try_commit() {
   const int s = roles.num_servers;
   if (s > 1 && load_local(win_, ctrl::kSaveAcks) < s - 1) return;
   const int base = ctrl::sums(roles.num_workers());
+  const std::int64_t failures = s > 1 ? load_local(win_, ctrl::kSaveFailures) : 0;
   Index idx;
   idx.step = pending_;
   idx.num_servers = static_cast<std::uint32_t>(s);
@@ -269,17 +325,38 @@ void ServerCheckpointer::try_commit() {
     idx.shards.push_back({sh.offset, sh.size, sum, shard_path({}, pending_, k, s).filename().string()});
   }
   const auto& co = session_.options().checkpoint;
-  write_index(co.dir, idx);  // the commit point
+  std::string problem = failures > 0 ? std::to_string(failures) + " other server(s) could not write their shard" : "";
+  if (problem.empty()) {
+    try {
+      write_index(co.dir, idx);  // the commit point
+    } catch (const Error& e) {
+      problem = e.what();
+    }
+  }
   if (s > 1) {
+    if (failures > 0) add_remote(win_, ctrl::kSaveFailures, -failures);
     add_remote(win_, ctrl::kSaveAcks, -(s - 1));
     for (int k = 1; k < s; ++k)  // sum slots back to 0 (uint64 wrap-around)
       add_remote(win_, base + k, static_cast<std::int64_t>(0 - static_cast<std::uint64_t>(load_local(win_, base + k))),
                  MPI_UINT64_T);
   }
+  if (!problem.empty()) {  // no index: this save never happened (its shards are pruned later)
+    warn_not_saved(pending_, problem);
+    pending_ = -1;
+    return;
+  }
   last_indexed_ = pending_;
   indexed_.push_back(pending_);
   pending_ = -1;
   prune_checkpoints(co.dir, co.keep, 0, s, indexed_, sharded_);
+}
+
+void ServerCheckpointer::warn_not_saved(std::int64_t step, const std::string& why) const {
+  std::fprintf(stderr,
+               "asyncps: warning: the checkpoint of global step %lld was not saved (%s); training goes on, the next "
+               "save tries again and the checkpoints saved before are intact\n",
+               static_cast<long long>(step), why.c_str());
+  std::fflush(stderr);
 }
 
 std::string ServerCheckpointer::save_now(const std::function<void()>& progress, double seconds) {
@@ -305,15 +382,23 @@ void ServerCheckpointer::answer_request() {
                                        ctrl::kSaveRequest, 3, MPI_INT64_T, MPI_NO_OP, win_.control.get()));
   ASYNCPS_MPI_CHECK(MPI_Win_flush(ctrl::kControlRank, win_.control.get()));
   if (v[0] <= last_answered_) return;
-  const std::uint64_t sum = write_my_shard(v[0], v[2] != 0);
+  last_answered_ = v[0];
+  std::uint64_t sum = 0;
+  try {
+    sum = write_my_shard(v[0], v[2] != 0);
+  } catch (const Error& e) {  // acked all the same (server 0 waits for every ack), as a failure
+    warn_not_saved(v[0], e.what());
+    add_remote(win_, ctrl::kSaveFailures, 1);
+    add_remote(win_, ctrl::kSaveAcks, 1);
+    return;
+  }
   add_remote(win_, ctrl::sums(roles.num_workers()) + roles.rank, static_cast<std::int64_t>(sum), MPI_UINT64_T);
   add_remote(win_, ctrl::kSaveAcks, 1);
-  last_answered_ = v[0];
   const auto& co = session_.options().checkpoint;
   prune_checkpoints(co.dir, co.keep, roles.rank, roles.num_servers, indexed_, sharded_);
 }
 
-void ServerCheckpointer::after_final(std::int64_t final_step, bool index_written) {
+void ServerCheckpointer::after_final(std::int64_t final_step, bool index_written, bool prune) {
   const auto& co = session_.options().checkpoint;
   const Roles& roles = session_.roles();
   std::error_code ec;
@@ -331,7 +416,7 @@ void ServerCheckpointer::after_final(std::int64_t final_step, bool index_written
     fs::remove(shard_path(co.dir, final_step, roles.rank, roles.num_servers), ec);
     if (roles.rank == 0) indexed_.push_back(final_step);
   }
-  prune_checkpoints(co.dir, co.keep, roles.rank, roles.num_servers, indexed_, sharded_);
+  if (prune) prune_checkpoints(co.dir, co.keep, roles.rank, roles.num_servers, indexed_, sharded_);
 }
 
 void ServerCheckpointer::tick() {
@@ -370,12 +455,22 @@ FinalState finish_job(const Session& session, SessionWindows& windows, ServerChe
   ASYNCPS_MPI_CHECK(MPI_Bcast(state, 4, MPI_INT64_T, 0, session.comm()));
   FinalState out{state[0], state[1] != 0, {}};
   if (!state[3]) return out;
-  // every server writes its shard of the final step; rank 0 gathers the checksums
+  // every server writes its shard of the final step; rank 0 gathers the checksums, and what
+  // went wrong where: a final save that fails ends the job with an error on every rank (the
+  // training it would have kept is lost, unlike a periodic one's), the older checkpoints intact
   unsigned long long sum = 0;
-  if (roles.is_server() && ckpt) sum = ckpt->write_my_shard(state[0], state[2] != 0, /*final_save=*/true);
+  std::string failure;
+  if (roles.is_server() && ckpt) try {
+      sum = ckpt->write_my_shard(state[0], state[2] != 0, /*final_save=*/true);
+    } catch (const Error& e) {
+      failure = session.describe_rank(roles.rank) + ": " + e.what();
+    }
   std::vector<unsigned long long> sums(static_cast<std::size_t>(roles.size));
   ASYNCPS_MPI_CHECK(MPI_Gather(&sum, 1, MPI_UNSIGNED_LONG_LONG, sums.data(), 1, MPI_UNSIGNED_LONG_LONG, 0, session.comm()));
-  if (roles.rank == 0) {
+  std::string problem;
+  for (const auto& f : gather_strings(session.comm(), failure))
+    if (!f.empty()) problem += (problem.empty() ? "" : "; ") + f;
+  if (roles.rank == 0 && problem.empty()) {
     Index idx;
     idx.step = state[0];
     idx.num_servers = static_cast<std::uint32_t>(roles.num_servers);
@@ -386,12 +481,20 @@ FinalState finish_job(const Session& session, SessionWindows& windows, ServerChe
       idx.shards.push_back({sh.offset, sh.size, sums[static_cast<std::size_t>(k)],
                             final_shard_path({}, state[0], k, roles.num_servers).filename().string()});
     }
-    write_index(co.dir, idx);  // atomically replaces a periodic index of the same step
-    out.saved = index_path(co.dir, state[0]).string();
+    try {
+      write_index(co.dir, idx);  // atomically replaces a periodic index of the same step
+      out.saved = index_path(co.dir, state[0]).string();
+    } catch (const Error& e) {
+      problem = e.what();
+    }
   }
-  int written = 1;  // orders every server's pruning behind the index
-  ASYNCPS_MPI_CHECK(MPI_Bcast(&written, 1, MPI_INT, 0, session.comm()));
-  if (roles.is_server() && ckpt) ckpt->after_final(state[0], true);
+  bcast_string(session.comm(), problem);  // also orders every server's pruning behind the index
+  if (!problem.empty())
+    throw CheckpointError("the final checkpoint of global step " + std::to_string(state[0]) +
+                          " could not be saved (" + problem + "); the checkpoints saved before are intact");
+  // after a halt the final save holds a model that was going wrong: it does not push out the
+  // older checkpoints (kept: keep + 1)
+  if (roles.is_server() && ckpt) ckpt->after_final(state[0], true, /*prune=*/!out.halted);
   return out;
 }
 

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "asyncps/session.h"
+#include "dir_lock.h"
 #include "windows.h"
 
 namespace asyncps::detail {
@@ -39,7 +40,11 @@ struct RestoredShard {
   std::string from;                   // the index file
 };
 
-RestoredShard restore_checkpoint(const Session& session);
+// `lock` (server 0 only): takes the checkpoint directory's DirLock into it; a directory in use
+// by another job ends the restore on every rank with its holder named. A run that does not
+// restore the directory's newest checkpoint (restore off, or restart_from) first moves the
+// files it could overwrite — those past its starting step — into <dir>/earlier-run-<UTC time>/.
+RestoredShard restore_checkpoint(const Session& session, DirLock* lock = nullptr);
 
 class ServerCheckpointer {
  public:
@@ -56,12 +61,13 @@ class ServerCheckpointer {
   std::string save_now(const std::function<void()>& progress, double seconds);
   // The end of the job (finish_job): forget this session's saves past the final step (snapshots
   // taken while a claimed step was given back) and prune.
-  void after_final(std::int64_t final_step, bool index_written);
+  void after_final(std::int64_t final_step, bool index_written, bool prune = true);
 
  private:
   void request_save(std::int64_t step);
   void answer_request();
   void try_commit();
+  void warn_not_saved(std::int64_t step, const std::string& why) const;
 
   const Session& session_;
   SessionWindows& win_;

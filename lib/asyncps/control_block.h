@@ -9,6 +9,8 @@
 //   [kArrivals]     sync mode: updates added to the accumulation buffer in this round
 //   [kSaveRequest]  checkpoints: the step of the save server 0 asked for (0: none yet)
 //   [kSaveAcks]     checkpoints: servers other than 0 that have written their shard of it
+//   [kSaveFailures] checkpoints: servers that acked the requested save without a shard (a failed
+//                   write: the save is dropped with a warning, training goes on)
 //   [kShadowValid]  1 once the servers hold an EMA shadow (restored or stored by the chief)
 //   [kClocks + w]   worker w's clock: steps it has completed (SSP reads the minimum)
 //   [sums(W) + s]   checkpoints: the checksum of server s's shard of the requested save (uint64)
@@ -29,7 +31,8 @@ inline constexpr int kArrivals = 5;
 inline constexpr int kSaveRequest = 6;
 inline constexpr int kSaveAcks = 7;
 inline constexpr int kShadowValid = 8;
-inline constexpr int kClocks = 9;
+inline constexpr int kSaveFailures = 9;
+inline constexpr int kClocks = 10;
 inline constexpr int kControlRank = 0;
 inline constexpr long long kFinished = 1ll << 60;  // added to a heartbeat slot: that rank is done
 inline int sums(int num_workers) { return kClocks + num_workers; }

@@ -25,6 +25,7 @@ struct ParameterServer::Impl {
   detail::LockAll lock_accum;
   detail::LockAll lock_shadow;
   std::unique_ptr<detail::ServerCheckpointer> ckpt;
+  detail::DirLock dir_lock;  // server 0: the checkpoint directory is this job's
   detail::RestoredShard restored;
   detail::FinalState final_state;
   StalenessHistogram job_staleness;
@@ -71,7 +72,7 @@ ParameterServer::ParameterServer(Session& session, std::span<const float> initia
   }
 
   // A checkpoint in Options::checkpoint.dir (or restart_from) wins over `initial`.
-  auto& restored = impl_->restored = detail::restore_checkpoint(session);  // collective
+  auto& restored = impl_->restored = detail::restore_checkpoint(session, roles.rank == 0 ? &impl_->dir_lock : nullptr);  // collective
   if (restored.found)
     std::copy(restored.params.begin(), restored.params.end(), impl_->win.params.data<float>());
   else

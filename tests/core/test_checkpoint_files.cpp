@@ -3,10 +3,13 @@
 // servers reads back whole; pruning keeps the newest; exported .npy files carry the shapes.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <random>
+
+#include <sys/stat.h>
 
 #include "../../lib/asyncps/checkpoint_format.h"
 #include "asyncps/checkpoint.h"
@@ -210,4 +213,74 @@ TEST_CASE("saving never writes through a symbolic link planted at the temporary 
   std::string written((std::istreambuf_iterator<char>(out)), std::istreambuf_iterator<char>());
   CHECK(written == "new contents");
   CHECK_FALSE(fs::exists(target.string() + ".tmp"));
+}
+
+TEST_CASE("an index naming a shard outside its directory is refused, however well its checksum reads", "[checkpoint]") {
+  TempDir d;
+  const auto layout = small_layout();
+  for (const std::string name : {"../../etc/passwd", "/etc/passwd", "..", "sub/ckpt-1.shard-0-of-1", ""}) {
+    detail::Index idx{1, 1, layout.hash(), layout.size(), {{0, layout.size(), 0, name}}};
+    detail::write_index(d.path, idx);  // a valid checksum: crafted, not damaged
+    CHECK_THROWS_WITH(detail::read_index(detail::index_path(d.path, 1)), Catch::Contains("not a plain file name"));
+  }
+}
+
+TEST_CASE("an index whose shards do not tile the arena exactly is refused", "[checkpoint]") {
+  TempDir d;
+  const auto layout = small_layout();  // 22 floats
+  using E = detail::IndexEntry;
+  const std::vector<std::vector<E>> bad = {
+      {{0, 10, 0, "a"}, {12, 10, 0, "b"}},                 // a gap
+      {{0, 12, 0, "a"}, {10, 12, 0, "b"}},                 // an overlap
+      {{0, 10, 0, "a"}, {10, 10, 0, "b"}},                 // short of the end
+      {{10, 12, 0, "a"}, {0, 10, 0, "b"}},                 // out of order
+      {{0, 10, 0, "a"}, {10, ~std::uint64_t{0} - 5, 0, "b"}},  // a count that wraps
+  };
+  for (const auto& shards : bad) {
+    detail::Index idx{1, 2, layout.hash(), layout.size(), shards};
+    detail::write_index(d.path, idx);
+    CHECK_THROWS_WITH(detail::read_index(detail::index_path(d.path, 1)), Catch::Contains("tile") || Catch::Contains("cover"));
+  }
+  detail::Index good{1, 2, layout.hash(), layout.size(), {{0, 11, 0, "a"}, {11, 11, 0, "b"}}};
+  detail::write_index(d.path, good);
+  CHECK(detail::read_index(detail::index_path(d.path, 1)).shards.size() == 2);
+}
+
+TEST_CASE("only regular files are read: a FIFO is refused at once, a symbolic link unless the caller named it",
+          "[checkpoint]") {
+  TempDir d;
+  const auto layout = small_layout();
+  write_checkpoint(d.path, layout, 4, 1, random_floats(22, 1), random_floats(22, 2));
+  const fs::path fifo = d.path / "ckpt-9.index";
+  REQUIRE(::mkfifo(fifo.c_str(), 0644) == 0);
+  CHECK_THROWS_WITH(detail::read_index(fifo), Catch::Contains("not a regular file"));  // no writer: would block
+  const fs::path link = d.path / "ckpt-8.index";
+  fs::create_symlink(detail::index_path(d.path, 4), link);
+  CHECK_THROWS_WITH(detail::read_index(link), Catch::Contains("a symbolic link (not followed)"));
+  CHECK(detail::read_index(link, /*follow_links=*/true).step == 4);   // --restart_from may name a link
+  CHECK(read_checkpoint(link, layout).global_step == 4);             // so may read_checkpoint's caller
+  const fs::path shard_link = d.path / "elsewhere.shard";
+  fs::rename(detail::shard_path(d.path, 4, 0, 1), shard_link);
+  fs::create_symlink(shard_link, detail::shard_path(d.path, 4, 0, 1));
+  CHECK_THROWS_WITH(read_checkpoint(detail::index_path(d.path, 4), layout), Catch::Contains("symbolic link"));
+}
+
+TEST_CASE("a run that does not restore answers for exactly the files it could overwrite", "[checkpoint]") {
+  TempDir d;
+  for (const char* name : {"ckpt-5.index", "ckpt-5.shard-0-of-2", "ckpt-5.shard-1-of-2.final", "ckpt-9.shard-0-of-3",
+                           "ckpt-3.index", "ckpt-3.shard-1-of-2", "metrics.jsonl", "asyncps.lock"})
+    std::ofstream(d.path / name) << "x";
+  auto names = [](std::vector<fs::path> v) {
+    std::vector<std::string> out;
+    for (auto& p : v) out.push_back(p.filename().string());
+    std::sort(out.begin(), out.end());
+    return out;
+  };
+  // server 0 of 2, past step 4: the indexes, its own shards, and shards no current server writes
+  CHECK(names(detail::files_past(d.path, 4, 0, 2)) ==
+        std::vector<std::string>{"ckpt-5.index", "ckpt-5.shard-0-of-2", "ckpt-9.shard-0-of-3"});
+  CHECK(names(detail::files_past(d.path, 4, 1, 2)) == std::vector<std::string>{"ckpt-5.shard-1-of-2.final"});
+  CHECK(names(detail::files_past(d.path, -1, 1, 2)) ==
+        std::vector<std::string>{"ckpt-3.shard-1-of-2", "ckpt-5.shard-1-of-2.final"});
+  CHECK(detail::files_past(d.path, 9, 0, 2).empty());
 }

@@ -7,6 +7,11 @@
 // over osc pt2pt and TCP (ctest core_step_exactness_pt2pt_tcp_np4).
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <span>
+
 #include "asyncps/parameter_server.h"
 #include "asyncps/worker_client.h"
 #include "test_helpers.h"
@@ -17,6 +22,10 @@ namespace {
 
 // worker w's gradient: element i gets (w + 1) * (i % 7 + 1); each update is applied with scale 1
 float increment(int w, std::size_t i) { return static_cast<float>((w + 1) * (static_cast<int>(i % 7) + 1)); }
+
+std::size_t count_nonfinite(std::span<const float> v) {
+  return static_cast<std::size_t>(std::count_if(v.begin(), v.end(), [](float f) { return !std::isfinite(f); }));
+}
 
 void run(bool overlap) {
   const std::size_t arena = 9098;  // the MNIST arena's size
@@ -91,22 +100,98 @@ TEST_CASE("an update whose scale * grad overflows float is never pushed", "[mpi]
     ParameterServer ps(session, std::vector<float>(arena, 0.5f));
     ps.serve();
     CHECK(ps.final_step() == limit);
+    const auto shard = ps.snapshot();
     std::size_t changed = 0;
-    for (float v : ps.snapshot()) changed += v != 0.5f;
+    for (float v : shard) changed += v != 0.5f;
     CHECK(changed == 0);  // nothing reached the arena
+    CHECK(count_nonfinite(shard) == 0);
     return;
   }
   WorkerClient w(session);
   std::vector<float> params(arena), grad(arena, 1e30f);  // finite; times 1e10 it is +inf in float
   std::uint64_t steps = 0;
+  std::size_t pulled_nonfinite = 0;
   while (auto s = w.begin_step(params, limit)) {
+    pulled_nonfinite += count_nonfinite(params);
     const StepEnd e = w.end_step(grad, 1e10f);
     CHECK(e.nonfinite);
     CHECK_FALSE(e.applied);
     ++steps;
   }
+  w.drain();
+  w.pull(params);  // the final arena
+  pulled_nonfinite += count_nonfinite(params);
+  CHECK(pulled_nonfinite == 0);  // every pull saw a finite arena
   w.finish();
   CHECK(w.stats().nonfinite == steps);
   CHECK(w.stats().pushes == 0);
   CHECK(w.final_step() == limit);
+}
+
+// NaN, +Inf and -Inf gradients among finite ones, every worker: each non-finite one is rejected
+// (nothing of it is pushed, not even its finite elements), each finite one lands whole, and the
+// arena stays finite: every pull, the final arena, and the servers' shard, which must equal the
+// initial value plus exactly the finite updates.
+TEST_CASE("non-finite gradients among finite ones are rejected whole and the arena stays finite", "[mpi][nonfinite]") {
+  const std::size_t arena = 1000;
+  const std::int64_t limit = 90;
+  ParamLayout layout;
+  layout.add("arena", {static_cast<std::int64_t>(arena)});
+  Session session(MPI_COMM_WORLD, layout, {.num_servers = 1});
+  const Roles& roles = session.roles();
+  if (roles.is_server()) {
+    ParameterServer ps(session, std::vector<float>(arena, 0.5f));
+    ps.serve();
+    CHECK(ps.final_step() == limit);
+    const std::vector<long long> counts = test::gather_to_all({-1, -1});  // per rank: applied, rejected
+    long long applied = 0, rejected = 0;
+    for (int w = 0; w < roles.num_workers(); ++w) {
+      applied += counts[2 * static_cast<std::size_t>(roles.num_servers + w)];
+      rejected += counts[2 * static_cast<std::size_t>(roles.num_servers + w) + 1];
+    }
+    CHECK(applied + rejected == limit);
+    CHECK(applied > 0);
+    CHECK(rejected > 0);
+    const auto shard = ps.snapshot();
+    CHECK(count_nonfinite(shard) == 0);
+    std::size_t wrong = 0;
+    for (std::size_t i = 0; i < shard.size(); ++i) {
+      float expect = 0.5f;
+      for (int w = 0; w < roles.num_workers(); ++w)
+        expect += static_cast<float>(counts[2 * static_cast<std::size_t>(roles.num_servers + w)]) * increment(w, i);
+      wrong += shard[i] != expect;
+    }
+    CHECK(wrong == 0);  // exactly the finite updates, each whole
+    return;
+  }
+  WorkerClient w(session);
+  const int me = roles.worker_index();
+  std::vector<float> params(arena), finite(arena);
+  for (std::size_t i = 0; i < arena; ++i) finite[i] = increment(me, i);
+  // one bad element each, the rest finite (a partial push would show in the arena)
+  std::vector<float> with_nan = finite, with_inf = finite, with_minus_inf = finite;
+  with_nan[3] = std::numeric_limits<float>::quiet_NaN();
+  with_inf[arena - 1] = std::numeric_limits<float>::infinity();
+  with_minus_inf[0] = -std::numeric_limits<float>::infinity();
+  const std::vector<float>* kinds[4] = {&finite, &with_nan, &with_inf, &with_minus_inf};
+  long long applied = 0, rejected = 0, k = 0;
+  std::size_t pulled_nonfinite = 0;
+  while (auto s = w.begin_step(params, limit)) {
+    pulled_nonfinite += count_nonfinite(params);
+    const bool bad = k % 4 != 0;
+    const StepEnd e = w.end_step(*kinds[k % 4], 1.0f);
+    CHECK(e.nonfinite == bad);
+    CHECK(e.applied == !bad);
+    (bad ? rejected : applied) += 1;
+    ++k;
+  }
+  w.drain();
+  w.pull(params);  // the final arena
+  pulled_nonfinite += count_nonfinite(params);
+  CHECK(pulled_nonfinite == 0);  // every pull saw a finite arena
+  w.finish();
+  CHECK(w.final_step() == limit);
+  CHECK(w.stats().nonfinite == static_cast<std::uint64_t>(rejected));
+  CHECK(w.stats().pushes == static_cast<std::uint64_t>(applied));
+  (void)test::gather_to_all({applied, rejected});
 }
