@@ -209,7 +209,7 @@ RestoredShard restore_checkpoint(const Session& session, DirLock* lock) {
   // 2. the first candidate every server can load; rank 0 learns why each server could not
   //    (with servers on hosts that share no file system, what is missing where)
   RestoredShard out;
-  std::string why_not;  // rank 0: the last candidate's failures, one per server
+  std::string why_not;  // rank 0: the newest candidate's failures, one per server
   for (std::size_t i = 0; i + 1 < items.size(); i += 2) {
     const fs::path path = items[i];
     const Index idx = parse_index(items[i + 1], path);
@@ -244,10 +244,11 @@ RestoredShard restore_checkpoint(const Session& session, DirLock* lock) {
     }
     const std::vector<std::string> failures = gather_strings(session.comm(), failure);
     if (roles.rank == 0) {
-      why_not.clear();
+      std::string why;
       for (const auto& f : failures)
-        if (!f.empty()) why_not += (why_not.empty() ? "" : "; ") + f;
-      std::fprintf(stderr, "asyncps: checkpoint %s cannot be used: %s\n", path.string().c_str(), why_not.c_str());
+        if (!f.empty()) why += (why.empty() ? "" : "; ") + f;
+      std::fprintf(stderr, "asyncps: checkpoint %s cannot be used: %s\n", path.string().c_str(), why.c_str());
+      if (why_not.empty()) why_not = why;  // the newest candidate's reasons go into the error
     }
   }
   if (items.empty()) {
