@@ -27,6 +27,15 @@ std::size_t count_nonfinite(std::span<const float> v) {
   return static_cast<std::size_t>(std::count_if(v.begin(), v.end(), [](float f) { return !std::isfinite(f); }));
 }
 
+// Drains, pulls the final arena, counts its non-finite elements and finishes.
+std::size_t final_arena_nonfinite(WorkerClient& w, std::vector<float>& params) {
+  w.drain();
+  w.pull(params);
+  const std::size_t n = count_nonfinite(params);
+  w.finish();
+  return n;
+}
+
 void run(bool overlap) {
   const std::size_t arena = 9098;  // the MNIST arena's size
   const std::int64_t limit = static_cast<std::int64_t>(test::env_size("ASYNCPS_TEST_STEPS", 600));
@@ -118,11 +127,7 @@ TEST_CASE("an update whose scale * grad overflows float is never pushed", "[mpi]
     CHECK_FALSE(e.applied);
     ++steps;
   }
-  w.drain();
-  w.pull(params);  // the final arena
-  pulled_nonfinite += count_nonfinite(params);
-  CHECK(pulled_nonfinite == 0);  // every pull saw a finite arena
-  w.finish();
+  CHECK(pulled_nonfinite + final_arena_nonfinite(w, params) == 0);  // every pull saw a finite arena
   CHECK(w.stats().nonfinite == steps);
   CHECK(w.stats().pushes == 0);
   CHECK(w.final_step() == limit);
@@ -185,11 +190,7 @@ TEST_CASE("non-finite gradients among finite ones are rejected whole and the are
     (bad ? rejected : applied) += 1;
     ++k;
   }
-  w.drain();
-  w.pull(params);  // the final arena
-  pulled_nonfinite += count_nonfinite(params);
-  CHECK(pulled_nonfinite == 0);  // every pull saw a finite arena
-  w.finish();
+  CHECK(pulled_nonfinite + final_arena_nonfinite(w, params) == 0);  // every pull saw a finite arena
   CHECK(w.final_step() == limit);
   CHECK(w.stats().nonfinite == static_cast<std::uint64_t>(rejected));
   CHECK(w.stats().pushes == static_cast<std::uint64_t>(applied));
