@@ -531,18 +531,24 @@ void WorkerClient::drain() {
 void WorkerClient::finish() {
   if (!impl_ || impl_->finished) return;
   drain();
+  impl_->finished = true;
+  // Matches the servers' MPI_Ibarrier in serve(): completes when every worker is here. A worker
+  // may wait here long (the chief evaluating after drain()): while it does, it watches server
+  // 0's heartbeat, so only a silent server 0 ends the wait early; the epochs end after it.
+  MPI_Request done = MPI_REQUEST_NULL;
+  ASYNCPS_MPI_CHECK(MPI_Ibarrier(impl_->session.comm(), &done));
+  auto last_look = Clock::now();
+  detail::wait_sleeping(done, 200, [&] {
+    if (!impl_->liveness.enabled() || Clock::now() - last_look < std::chrono::milliseconds(250)) return;
+    last_look = Clock::now();
+    std::int64_t beat0 = 0;
+    impl_->control_op(detail::ctrl::kBeat0, nullptr, &beat0, 1, MPI_NO_OP);
+    impl_->liveness.saw_server0(beat0);
+  });
   impl_->lock_accum.unlock();
   impl_->lock_shadow.unlock();
   impl_->lock_params.unlock();
   impl_->lock_control.unlock();
-  impl_->finished = true;
-  // Matches the servers' MPI_Ibarrier in serve(): completes when every worker is here.
-  MPI_Request done = MPI_REQUEST_NULL;
-  ASYNCPS_MPI_CHECK(MPI_Ibarrier(impl_->session.comm(), &done));
-  const auto t0 = Clock::now();
-  detail::wait_sleeping(done, 200, [&] {
-    impl_->liveness.check_wait(seconds_since(t0), "the servers to end the job (every worker has finished)");
-  });
   impl_->final_state = detail::finish_job(impl_->session, impl_->win, nullptr);  // the final checkpoint
   impl_->job_staleness = detail::allreduce_staleness(impl_->session.comm(), impl_->staleness);
   detail::write_timeline(impl_->session, impl_->timeline);

@@ -10,6 +10,10 @@
 //                  before serving; the workers are training
 //   serve_tick     RANK (a server) fails inside serve() after 0.3 s of serving
 //   mid_training   RANK (a worker) fails after 50 steps; the others keep training
+//   pause_in_step  (stall timeout 1 s) RANK (a worker) sleeps 4 s inside a step: a stall, named
+//   pause_after_drain  (stall timeout 1 s) RANK (a worker) sleeps 4 s between drain() and
+//                  finish() (the chief evaluating): no stall, the job ends well (exit 0,
+//                  "pause_after_drain: ok"); the workers then train 2,000 steps, not forever
 // The workers train "forever" (1e12 steps), so only the failure can end the job. It must end
 // every rank, non-zero, within seconds, with one line naming the failure and the rank.
 #include <chrono>
@@ -18,6 +22,8 @@
 #include <new>
 #include <stdexcept>
 #include <string>
+#include <thread>
+#include <cstdio>
 #include <vector>
 
 #include "../../lib/asyncps/window.h"
@@ -47,6 +53,8 @@ int main(int argc, char** argv) {
     layout.add("w", {1000});
     asyncps::Options options;
     options.num_servers = 2;
+    const bool pause = where == "pause_in_step" || where == "pause_after_drain";
+    if (pause) options.stall_timeout = 1;
     asyncps::Session session(MPI_COMM_WORLD, layout, options);
     if (session.roles().is_server()) {
       const std::size_t n = me && where == "construct" ? layout.size() - 1 : layout.size();
@@ -60,11 +68,16 @@ int main(int argc, char** argv) {
     } else {
       asyncps::WorkerClient w(session);
       std::vector<float> params(layout.size()), grad(layout.size(), 0.f);
-      for (int step = 0; w.begin_step(params, 1'000'000'000'000); ++step) {
+      const std::int64_t limit = where == "pause_after_drain" ? 2000 : 1'000'000'000'000;
+      for (int step = 0; w.begin_step(params, limit); ++step) {
         if (me && where == "mid_training" && step == 50) fail_here(where);
+        if (me && where == "pause_in_step" && step == 50) std::this_thread::sleep_for(std::chrono::seconds(4));
         w.end_step(grad, -0.1f);
       }
+      w.drain();
+      if (me && where == "pause_after_drain") std::this_thread::sleep_for(std::chrono::seconds(4));
       w.finish();
+      if (me && where == "pause_after_drain") std::printf("pause_after_drain: ok\n");
     }
   } catch (const std::exception& e) {
     asyncps::abort_job(e.what());
