@@ -399,7 +399,7 @@ void ServerCheckpointer::answer_request() {
   prune_checkpoints(co.dir, co.keep, roles.rank, roles.num_servers, indexed_, sharded_);
 }
 
-void ServerCheckpointer::after_final(std::int64_t final_step, bool index_written, bool prune) {
+void ServerCheckpointer::after_final(std::int64_t final_step, bool index_written, int extra_kept) {
   const auto& co = session_.options().checkpoint;
   const Roles& roles = session_.roles();
   std::error_code ec;
@@ -417,7 +417,7 @@ void ServerCheckpointer::after_final(std::int64_t final_step, bool index_written
     fs::remove(shard_path(co.dir, final_step, roles.rank, roles.num_servers), ec);
     if (roles.rank == 0) indexed_.push_back(final_step);
   }
-  if (prune) prune_checkpoints(co.dir, co.keep, roles.rank, roles.num_servers, indexed_, sharded_);
+  prune_checkpoints(co.dir, co.keep + extra_kept, roles.rank, roles.num_servers, indexed_, sharded_);
 }
 
 void ServerCheckpointer::tick() {
@@ -495,7 +495,7 @@ FinalState finish_job(const Session& session, SessionWindows& windows, ServerChe
                           " could not be saved (" + problem + "); the checkpoints saved before are intact");
   // after a halt the final save holds a model that was going wrong: it does not push out the
   // older checkpoints (kept: keep + 1)
-  if (roles.is_server() && ckpt) ckpt->after_final(state[0], true, /*prune=*/!out.halted);
+  if (roles.is_server() && ckpt) ckpt->after_final(state[0], true, /*extra_kept=*/out.halted ? 1 : 0);
   return out;
 }
 

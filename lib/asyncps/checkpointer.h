@@ -60,8 +60,8 @@ class ServerCheckpointer {
   // `seconds`. Returns the index written (the newest this run wrote), or empty.
   std::string save_now(const std::function<void()>& progress, double seconds);
   // The end of the job (finish_job): forget this session's saves past the final step (snapshots
-  // taken while a claimed step was given back) and prune.
-  void after_final(std::int64_t final_step, bool index_written, bool prune = true);
+  // taken while a claimed step was given back) and prune, keeping `extra_kept` more than keep.
+  void after_final(std::int64_t final_step, bool index_written, int extra_kept = 0);
 
  private:
   void request_save(std::int64_t step);

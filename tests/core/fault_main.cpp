@@ -14,6 +14,8 @@
 //   pause_after_drain  (stall timeout 1 s) RANK (a worker) sleeps 4 s between drain() and
 //                  finish() (the chief evaluating): no stall, the job ends well (exit 0,
 //                  "pause_after_drain: ok"); the workers then train 2,000 steps, not forever
+//   halt_keeps_older DIR  checkpoints in DIR every 0.1 s, keep 1; after 1 s RANK (a worker) asks
+//                  for a halt: the final save must not prune the last periodic checkpoint
 // The workers train "forever" (1e12 steps), so only the failure can end the job. It must end
 // every rank, non-zero, within seconds, with one line naming the failure and the rank.
 #include <chrono>
@@ -36,7 +38,7 @@ namespace {
 int main(int argc, char** argv) {
   asyncps::MpiEnvironment mpi(&argc, &argv);
   try {
-    if (argc != 3) throw std::runtime_error("usage: fault RANK WHERE");
+    if (argc != 3 && argc != 4) throw std::runtime_error("usage: fault RANK WHERE [DIR]");
     const int fault_rank = std::atoi(argv[1]);
     const std::string where = argv[2];
     int rank = 0;
@@ -55,12 +57,18 @@ int main(int argc, char** argv) {
     options.num_servers = 2;
     const bool pause = where == "pause_in_step" || where == "pause_after_drain";
     if (pause) options.stall_timeout = 1;
+    if (where == "halt_keeps_older") {
+      options.checkpoint.dir = argv[3];
+      options.checkpoint.save_secs = 0.1;
+      options.checkpoint.keep = 1;
+      options.checkpoint.restore = false;
+    }
+    const auto t0 = std::chrono::steady_clock::now();
     asyncps::Session session(MPI_COMM_WORLD, layout, options);
     if (session.roles().is_server()) {
       const std::size_t n = me && where == "construct" ? layout.size() - 1 : layout.size();
       asyncps::ParameterServer ps(session, std::vector<float>(n));
       if (me && where == "before_serve") throw std::bad_alloc();
-      const auto t0 = std::chrono::steady_clock::now();
       ps.serve([&] {
         if (me && where == "serve_tick" && std::chrono::steady_clock::now() - t0 > std::chrono::milliseconds(300))
           fail_here(where);
@@ -72,6 +80,9 @@ int main(int argc, char** argv) {
       for (int step = 0; w.begin_step(params, limit); ++step) {
         if (me && where == "mid_training" && step == 50) fail_here(where);
         if (me && where == "pause_in_step" && step == 50) std::this_thread::sleep_for(std::chrono::seconds(4));
+        if (me && where == "halt_keeps_older" && std::chrono::steady_clock::now() - t0 > std::chrono::seconds(1))
+          w.request_halt();
+        if (where == "halt_keeps_older") std::this_thread::sleep_for(std::chrono::milliseconds(1));
         w.end_step(grad, -0.1f);
       }
       w.drain();
