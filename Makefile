@@ -22,8 +22,10 @@ deps:
 data: deps
 	@scripts/fetch-mnist.sh data/mnist
 
+# The app is built for the machine it runs on (-march=native for the CNN kernels, the apps and
+# the benchmarks: ASYNCPS_NATIVE); the installed libasyncps is portable x86-64 either way.
 $(BUILD)/CMakeCache.txt:
-	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release $(CMAKE_ARGS)
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DASYNCPS_NATIVE=ON $(CMAKE_ARGS)
 
 configure: deps $(BUILD)/CMakeCache.txt
 

@@ -1,4 +1,4 @@
 # GPU step benchmark of the MNIST CNN (include()d from bench/CMakeLists.txt). Built in every
 # configuration (it uses only the CUDA-free nn/gpu/gpu_backend.h); without CUDA it says so, exit 77.
 add_executable(bench_gpu_step ${CMAKE_CURRENT_LIST_DIR}/bench_gpu_step.cpp)
-target_link_libraries(bench_gpu_step asyncps_nn)
+target_link_libraries(bench_gpu_step PRIVATE asyncps_nn asyncps_native)

@@ -11,9 +11,12 @@ if(NOT _asyncps_cuda_mode STREQUAL "OFF")
   check_language(CUDA)
   set(_asyncps_cuda_missing "")
   if(CMAKE_CUDA_COMPILER)
-    if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
-      # sm_90 (H200) machine code plus PTX for anything newer.
-      set(CMAKE_CUDA_ARCHITECTURES "90-real;90-virtual")
+    if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES AND NOT DEFINED ENV{CUDAARCHS})
+      # The user's CMAKE_CUDA_ARCHITECTURES (or CUDAARCHS) decides; by default machine code for
+      # the data-centre and desktop generations CUDA 13 supports (Turing T4, Ampere A100/A10,
+      # Hopper H100/H200, Blackwell B200 and RTX 50) plus PTX of the newest, which the driver
+      # compiles for anything later.
+      set(CMAKE_CUDA_ARCHITECTURES "75-real;80-real;86-real;90-real;100-real;120-real;120-virtual")
     endif()
     enable_language(CUDA)
     find_package(CUDAToolkit)

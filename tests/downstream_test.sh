@@ -62,16 +62,19 @@ got=$(cd "$prefix/include/asyncps" && ls | sort)
 [ "$want" = "$got" ] || fail "installed headers differ from the public ones:
 $(diff <(echo "$want") <(echo "$got") || true)"
 echo "headers: $(echo $got)"
+python3 "$here/check_portable_lib.py" "$libdir"/libasyncps.a "$libdir"/libasyncps.so \
+  || fail "the installed library holds instructions beyond x86-64-v2 outside its dispatched clones"
+grep -rq -- "-march" "$libdir/cmake/asyncps" "$libdir/pkgconfig" && fail "the installed package asks for -march"
 
-step "tests/downstream with find_package(asyncps), shared"
+step "tests/downstream with find_package(asyncps), shared, project(x CXX)"
 "$CMAKE" -S "$src/tests/downstream" -B "$tmp/ds" -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_BUILD_TYPE=Release
 "$CMAKE" --build "$tmp/ds" -j1
 ldd "$tmp/ds/downstream" | grep -q "libasyncps.so" || fail "downstream does not link libasyncps.so"
 run_np3 "$tmp/ds/downstream"
 
-step "tests/downstream with find_package(asyncps), static (asyncps::asyncps_static)"
+step "tests/downstream with find_package(asyncps), static (asyncps::asyncps_static), project(x C CXX)"
 "$CMAKE" -S "$src/tests/downstream" -B "$tmp/ds_static" -DCMAKE_PREFIX_PATH="$prefix" \
-  -DCMAKE_BUILD_TYPE=Release -DDOWNSTREAM_STATIC=ON >/dev/null
+  -DCMAKE_BUILD_TYPE=Release -DDOWNSTREAM_STATIC=ON -DDOWNSTREAM_LANGUAGES="C;CXX" >/dev/null
 "$CMAKE" --build "$tmp/ds_static" -j1
 if ldd "$tmp/ds_static/downstream" | grep -q "libasyncps.so"; then fail "the static build links libasyncps.so"; fi
 run_np3 "$tmp/ds_static/downstream"

@@ -20,19 +20,13 @@
 #include "liveness.h"
 #include "progress.h"
 #include "timeline.h"
+#include "vector_ops.h"
 #include "windows.h"
 
 namespace asyncps {
 
 namespace {
 using Clock = std::chrono::steady_clock;
-// True when no element is NaN or Inf (exponent bits all ones): an integer OR-reduction, which
-// the compiler vectorises (std::isfinite in a loop does not: about 0.4 vs 3 us for 9,098 floats).
-bool all_finite(std::span<const float> v) {
-  std::uint32_t bad = 0;
-  for (float f : v) bad |= static_cast<std::uint32_t>((std::bit_cast<std::uint32_t>(f) & 0x7f800000u) == 0x7f800000u);
-  return bad == 0;
-}
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 }  // namespace
 
@@ -158,9 +152,8 @@ struct WorkerClient::Impl {
   // all show up here), checked by one vectorised pass over its bits.
   bool stage(std::span<const float> grad, float scale) {
     push_stage.resize(arena());
-    float* scaled = push_stage.data();
-    for (std::size_t i = 0; i < grad.size(); ++i) scaled[i] = scale * grad[i];  // scale * grad
-    return all_finite(push_stage);
+    detail::scale_into(push_stage.data(), grad.data(), grad.size(), scale);  // scale * grad
+    return detail::all_finite(push_stage.data(), push_stage.size());
   }
 
   // Claims one step (fetching [step, halt, done] before the +1) and pulls into `dst`; complete
@@ -281,8 +274,7 @@ struct WorkerClient::Impl {
     const auto t0 = Clock::now();
     const int buf = take_staging();
     float* scaled = staging[static_cast<std::size_t>(buf)].data();
-    // scaled = scale * grad  (the update the servers add)
-    for (std::size_t i = 0; i < grad.size(); ++i) scaled[i] = scale * grad[i];
+    detail::scale_into(scaled, grad.data(), grad.size(), scale);  // the update the servers add
     Pending p;
     p.staging = buf;
     p.win = target_win.get();
@@ -446,7 +438,7 @@ void WorkerClient::push(std::span<const float> grad, float scale) {
   float* scaled = m.push_buffer.data();
   const MPI_Win w = m.win.params.get();
   m.for_each_piece([&](int target, MPI_Aint disp, std::size_t off, int n) {
-    for (int i = 0; i < n; ++i) scaled[i] = scale * grad[off + static_cast<std::size_t>(i)];  // scale * grad
+    detail::scale_into(scaled, grad.data() + off, static_cast<std::size_t>(n), scale);  // scale * grad
     ASYNCPS_MPI_CHECK(MPI_Accumulate(scaled, n, MPI_FLOAT, target, disp, n, MPI_FLOAT, MPI_SUM, w));
     ASYNCPS_MPI_CHECK(MPI_Win_flush_local(target, w));  // the buffer may be reused now
   });

@@ -28,7 +28,7 @@
 #include <cstdio>
 #include <vector>
 
-#include "../../lib/asyncps/window.h"
+#include "asyncps_internal/window.h"
 #include "asyncps/asyncps.h"
 
 namespace {

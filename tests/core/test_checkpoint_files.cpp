@@ -11,7 +11,7 @@
 
 #include <sys/stat.h>
 
-#include "../../lib/asyncps/checkpoint_format.h"
+#include "asyncps_internal/checkpoint_format.h"
 #include "asyncps/checkpoint.h"
 #include "asyncps/roles.h"
 #include "asyncps/error.h"

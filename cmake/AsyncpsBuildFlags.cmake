@@ -1,0 +1,37 @@
+# Build flags as targets, never directory-wide (nothing here reaches an installed target's
+# usage requirements):
+#   asyncps_build   warnings (and sanitizers when ASYNCPS_SANITIZE is set): every target of
+#                   this project links it PRIVATE; the installed library through
+#                   $<BUILD_INTERFACE:...>, so its exported link interface never names it
+#   asyncps_native  -march=native when ASYNCPS_NATIVE is ON (an opt-in; `make` turns it on for
+#                   the app's own build): only the CNN kernels, the app and the benchmarks link it,
+#                   never libasyncps, which is portable x86-64 with run-time dispatched clones
+# asyncps_apply_build_flags(DIR...) links asyncps_build into every target defined under DIR
+# (tests, benchmarks, apps: each target gets the flags, no directory property carries them).
+add_library(asyncps_build INTERFACE)
+target_compile_options(asyncps_build INTERFACE "$<$<COMPILE_LANGUAGE:CXX>:-Wall;-Wextra>")
+if(ASYNCPS_SANITIZE)
+  target_compile_options(asyncps_build INTERFACE -fsanitize=${ASYNCPS_SANITIZE} -fno-omit-frame-pointer)
+  target_link_options(asyncps_build INTERFACE -fsanitize=${ASYNCPS_SANITIZE})
+endif()
+
+add_library(asyncps_native INTERFACE)
+if(ASYNCPS_NATIVE)
+  target_compile_options(asyncps_native INTERFACE "$<$<COMPILE_LANGUAGE:CXX>:-march=native>")
+endif()
+
+function(asyncps_apply_build_flags)
+  foreach(dir IN LISTS ARGN)
+    get_property(targets DIRECTORY ${dir} PROPERTY BUILDSYSTEM_TARGETS)
+    foreach(t IN LISTS targets)
+      get_target_property(type ${t} TYPE)
+      if(type MATCHES "^(EXECUTABLE|STATIC_LIBRARY|SHARED_LIBRARY|MODULE_LIBRARY|OBJECT_LIBRARY)$")
+        target_link_libraries(${t} PRIVATE asyncps_build)
+      endif()
+    endforeach()
+    get_property(subdirs DIRECTORY ${dir} PROPERTY SUBDIRECTORIES)
+    if(subdirs)
+      asyncps_apply_build_flags(${subdirs})
+    endif()
+  endforeach()
+endfunction()

@@ -1,0 +1,28 @@
+// defines: scale_into, all_finite (run-time dispatched clones, see vector_ops.h)
+#include "vector_ops.h"
+
+#include <bit>
+#include <cstdint>
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
+#define ASYNCPS_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define ASYNCPS_CLONES
+#endif
+
+namespace asyncps::detail {
+
+ASYNCPS_CLONES void scale_into(float* __restrict out, const float* __restrict in, std::size_t n, float scale) noexcept {
+  for (std::size_t i = 0; i < n; ++i) out[i] = scale * in[i];  // [n] = scalar * [n]
+}
+
+// An integer OR-reduction over the exponent bits (all ones: NaN or Inf), which the compiler
+// vectorises (std::isfinite in a loop does not: about 0.4 vs 3 us for 9,098 floats).
+ASYNCPS_CLONES bool all_finite(const float* v, std::size_t n) noexcept {
+  std::uint32_t bad = 0;
+  for (std::size_t i = 0; i < n; ++i)
+    bad |= static_cast<std::uint32_t>((std::bit_cast<std::uint32_t>(v[i]) & 0x7f800000u) == 0x7f800000u);
+  return bad == 0;
+}
+
+}  // namespace asyncps::detail

@@ -1,0 +1,18 @@
+// defines: asyncps::detail::scale_into, all_finite
+// The library's only loops over whole gradients (staging scale * grad before a push, and the
+// non-finite guard on what is pushed). libasyncps is built for plain x86-64 (no -march: the
+// installed library runs on any x86-64 CPU); these two are compiled several times (GCC's
+// target_clones: AVX-512F, AVX2, baseline) and the dynamic loader picks the best clone for the
+// CPU it runs on (an ifunc), so staging keeps the speed -march=native gave it.
+#pragma once
+#include <cstddef>
+
+namespace asyncps::detail {
+
+// out[i] = scale * in[i] for i in [0, n)   (out and in may not overlap)
+void scale_into(float* out, const float* in, std::size_t n, float scale) noexcept;
+
+// True when no element of v[0, n) is NaN or Inf.
+bool all_finite(const float* v, std::size_t n) noexcept;
+
+}  // namespace asyncps::detail
