@@ -5,6 +5,7 @@
 
 #include <cstdio>
 #include <exception>
+#include <string_view>
 #include <initializer_list>
 #include <string>
 #include <utility>
@@ -25,6 +26,13 @@ E choice(const std::string& value, std::initializer_list<std::pair<const char*, 
 
 int main(int argc, char** argv) {
   asyncps::MpiEnvironment mpi(&argc, &argv);
+  // the library's lines, in this program's flag names
+  asyncps::set_log_sink([](asyncps::LogLevel level, std::string_view text) {
+    const std::string line = mnist_async::with_flag_names(text);
+    std::FILE* out = level == asyncps::LogLevel::Info ? stdout : stderr;
+    std::fprintf(out, "asyncps: %s%s\n", level == asyncps::LogLevel::Warning ? "warning: " : "", line.c_str());
+    std::fflush(out);
+  });
   try {
     int rank = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -59,7 +67,7 @@ int main(int argc, char** argv) {
     return session.roles().is_server() ? mnist_async::run_server(*config, session)
                                        : mnist_async::run_worker(*config, session);
   } catch (const std::exception& e) {
-    asyncps::abort_job(e.what());
+    asyncps::abort_job(mnist_async::with_flag_names(e.what()).c_str());
   }
   return 0;
 }

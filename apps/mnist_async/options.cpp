@@ -3,6 +3,8 @@
 
 #include <boost/program_options.hpp>
 #include <cmath>
+#include <cstring>
+#include <utility>
 #include <limits>
 #include <fstream>
 #include <iostream>
@@ -77,6 +79,29 @@ void validate(const Config& c) {
 }
 
 }  // namespace
+
+std::string with_flag_names(std::string_view library_message) {
+  static const std::pair<const char*, const char*> kNames[] = {  // longest first
+      {"Options::checkpoint.restart_from", "--restart_from"},
+      {"Options::checkpoint.dir", "--logdir"},
+      {"Options::checkpoint.save_secs", "--save_secs"},
+      {"Options::checkpoint.keep", "--keep_checkpoints"},
+      {"Options::checkpoint.restore", "--no_restore"},
+      {"the same checkpoint directory, save interval, number kept, restart checkpoint and restore choice (Options::checkpoint)",
+       "the same --logdir, --save_secs, --keep_checkpoints, --restart_from and --no_restore"},
+      {"Options::num_servers", "--ps"},
+      {"Options::staleness_lr", "--staleness_lr"},
+      {"Options::staleness", "--staleness"},
+      {"Options::mode", "--mode"},
+      {"Options::stall_timeout", "--stall_timeout"},
+      {"the same Options", "the same flags"},
+  };
+  std::string m(library_message);
+  for (const auto& [api, flag] : kNames)
+    for (std::size_t at = m.find(api); at != std::string::npos; at = m.find(api, at + std::strlen(flag)))
+      m.replace(at, std::strlen(api), flag);
+  return m;
+}
 
 std::optional<Config> parse_config(int argc, char** argv, bool print_help) {
   Config c;

@@ -4,6 +4,9 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <string>
+#include <string_view>
 
 namespace mnist_async {
 
@@ -44,6 +47,10 @@ struct Config {
   std::string timeline;     // Chrome trace-event JSON of every rank's spans
   bool verbose = false;
 };
+
+// The library names its own API in messages (Options::num_servers, ...): the same message in
+// this program's flags (--ps, ...), for the lines a user of mnist_async reads.
+std::string with_flag_names(std::string_view library_message);
 
 // Parses and validates argv. Returns nullopt after printing --help (the caller exits 0).
 // Throws asyncps::ConfigError with one line naming the bad flag.

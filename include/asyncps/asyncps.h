@@ -1,6 +1,7 @@
 // The whole public API of libasyncps. See docs/USING.md for a complete program.
 #pragma once
 #include "asyncps/error.h"
+#include "asyncps/log.h"
 #include "asyncps/mpi_environment.h"
 #include "asyncps/param_layout.h"
 #include "asyncps/parameter_server.h"

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "asyncps/error.h"
+#include "asyncps/log.h"
 #include "check.h"
 #include "checkpoint_format.h"
 #include "control_block.h"
@@ -151,12 +152,10 @@ void move_earlier_run(const Session& session, std::int64_t after_step) {
     throw CheckpointError("cannot move an earlier run's checkpoint files out of the way (" +
                           (problem.empty() ? std::string("on another server") : problem) +
                           "); move them away by hand or use another directory");
-  if (roles.rank == 0 && all[0] > 0) {
-    std::printf("asyncps: %lld checkpoint file(s) of an earlier run past step %lld, which this run would overwrite, "
-                "moved to %s\n",
-                all[0], static_cast<long long>(std::max<std::int64_t>(after_step, 0)), archive.c_str());
-    std::fflush(stdout);
-  }
+  if (roles.rank == 0 && all[0] > 0)
+    log(LogLevel::Info, std::to_string(all[0]) + " checkpoint file(s) of an earlier run past step " +
+                            std::to_string(std::max<std::int64_t>(after_step, 0)) +
+                            ", which this run would overwrite, moved to " + archive);
 }
 
 }  // namespace
@@ -176,24 +175,24 @@ RestoredShard restore_checkpoint(const Session& session, DirLock* lock) {
     std::size_t damaged = 0;
     for (const auto& p : paths) {
       try {
-        // the one file a user names (--restart_from) may be a symbolic link; files found are not
+        // the one file a user names (restart_from) may be a symbolic link; files found are not
         std::string bytes = read_file_bytes(p, /*follow_links=*/!co.restart_from.empty());
         const Index idx = parse_index(bytes, p);
         if (idx.layout_hash != layout.hash() || idx.arena != layout.size()) {
           fatal = p.string() + ": written for another model (" + std::to_string(idx.arena) + " floats, layout hash " +
                   "differs from this model's " + std::to_string(layout.size()) +
-                  " floats); use another --logdir or --restart_from";
+                  " floats); use another Options::checkpoint.dir or Options::checkpoint.restart_from";
           break;
         }
         items.push_back(p.string());
         items.push_back(std::move(bytes));
       } catch (const CheckpointError& e) {
         if (!co.restart_from.empty()) {
-          fatal = std::string("--restart_from: ") + e.what();
+          fatal = std::string("Options::checkpoint.restart_from: ") + e.what();
           break;
         }
         ++damaged;
-        std::fprintf(stderr, "asyncps: skipping damaged checkpoint: %s; trying an older one\n", e.what());
+        log(LogLevel::Warning, std::string("skipping damaged checkpoint: ") + e.what() + "; trying an older one");
       }
     }
     if (fatal.empty() && items.empty() && damaged > 0)
@@ -236,9 +235,8 @@ RestoredShard restore_checkpoint(const Session& session, DirLock* lock) {
       out.from = path.string();
       if (!out.has_shadow) out.shadow.clear();
       if (roles.rank == 0)
-        std::printf("asyncps: restored %s (global step %lld, written by %u server(s))\n", path.string().c_str(),
-                    static_cast<long long>(idx.step), idx.num_servers);
-      std::fflush(stdout);
+        log(LogLevel::Info, "restored " + path.string() + " (global step " + std::to_string(idx.step) + ", written by " +
+                                std::to_string(idx.num_servers) + " server(s))");
       move_earlier_run(session, idx.step);
       return out;
     }
@@ -247,7 +245,7 @@ RestoredShard restore_checkpoint(const Session& session, DirLock* lock) {
       std::string why;
       for (const auto& f : failures)
         if (!f.empty()) why += (why.empty() ? "" : "; ") + f;
-      std::fprintf(stderr, "asyncps: checkpoint %s cannot be used: %s\n", path.string().c_str(), why.c_str());
+      log(LogLevel::Warning, "checkpoint " + path.string() + " cannot be used: " + why);
       if (why_not.empty()) why_not = why;  // the newest candidate's reasons go into the error
     }
   }
@@ -256,7 +254,8 @@ RestoredShard restore_checkpoint(const Session& session, DirLock* lock) {
     return RestoredShard{};
   }
   // candidates existed but none could be loaded everywhere
-  const std::string what = !co.restart_from.empty() ? "--restart_from " + co.restart_from.string() + ": cannot be restored"
+  const std::string what = !co.restart_from.empty() ? "Options::checkpoint.restart_from " + co.restart_from.string() +
+                                                          ": cannot be restored"
                                                     : co.dir.string() +
                                                           ": no checkpoint could be restored on every server; move them "
                                                           "away to start afresh (nothing was overwritten)";
@@ -353,11 +352,9 @@ void ServerCheckpointer::try_commit() {
 }
 
 void ServerCheckpointer::warn_not_saved(std::int64_t step, const std::string& why) const {
-  std::fprintf(stderr,
-               "asyncps: warning: the checkpoint of global step %lld was not saved (%s); training goes on, the next "
-               "save tries again and the checkpoints saved before are intact\n",
-               static_cast<long long>(step), why.c_str());
-  std::fflush(stderr);
+  log(LogLevel::Warning, "the checkpoint of global step " + std::to_string(step) + " was not saved (" + why +
+                             "); training goes on, the next save tries again and the checkpoints saved before are "
+                             "intact");
 }
 
 std::string ServerCheckpointer::save_now(const std::function<void()>& progress, double seconds) {

@@ -5,7 +5,9 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 
+#include "asyncps/log.h"
 #include "check.h"
 
 namespace asyncps {
@@ -36,18 +38,22 @@ void abort_job(const char* message, int exit_code) noexcept {
   int initialized = 0, finalized = 0;
   MPI_Initialized(&initialized);
   MPI_Finalized(&finalized);
-  if (initialized && !finalized) {
-    // which rank failed, and where: with many ranks on many hosts the line alone must say it
-    int rank = 0, size = 0, len = 0;
-    char host[MPI_MAX_PROCESSOR_NAME] = {};
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-    MPI_Get_processor_name(host, &len);
-    std::fprintf(stderr, "asyncps: %s [rank %d of %d on %s]\n", message, rank, size, host);
-  } else {
+  try {  // (noexcept: a sink that throws, or no memory for the line, still ends the job)
+    if (initialized && !finalized) {
+      // which rank failed, and where: with many ranks on many hosts the line alone must say it
+      int rank = 0, size = 0, len = 0;
+      char host[MPI_MAX_PROCESSOR_NAME] = {};
+      MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+      MPI_Comm_size(MPI_COMM_WORLD, &size);
+      MPI_Get_processor_name(host, &len);
+      log(LogLevel::Error, std::string(message) + " [rank " + std::to_string(rank) + " of " + std::to_string(size) +
+                               " on " + host + "]");
+    } else {
+      log(LogLevel::Error, message);
+    }
+  } catch (...) {
     std::fprintf(stderr, "asyncps: %s\n", message);
   }
-  std::fflush(stderr);
   if (initialized && !finalized) MPI_Abort(MPI_COMM_WORLD, exit_code);
   std::_Exit(exit_code);
 }

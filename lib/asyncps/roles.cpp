@@ -12,9 +12,9 @@ Roles Roles::make(int rank, int size, int num_servers) {
     throw ConfigError("needs at least 2 MPI ranks (1 server + 1 worker), got " + std::to_string(size) +
                       ": run it under mpirun -np 2 or more");
   if (num_servers < 1)
-    throw ConfigError("--ps must be at least 1, got " + std::to_string(num_servers));
+    throw ConfigError("Options::num_servers must be at least 1, got " + std::to_string(num_servers));
   if (num_servers >= size)
-    throw ConfigError("--ps " + std::to_string(num_servers) + " leaves no worker among " + std::to_string(size) +
+    throw ConfigError("Options::num_servers " + std::to_string(num_servers) + " leaves no worker among " + std::to_string(size) +
                       " ranks: use at most " + std::to_string(size - 1) + " servers or more ranks");
   return Roles{rank, size, num_servers};
 }

@@ -76,13 +76,13 @@ void check_same_everywhere(MPI_Comm comm, const ParamLayout& layout, const Optio
     } else if (f[2] != f0[2]) {
       msg << "number of servers differs between ranks: rank " << r << " has " << f[2] << ", rank 0 has " << f0[2];
     } else if (f[5] != f0[5] || f[6] != f0[6] || f[7] != f0[7]) {
-      msg << "synchronisation mode differs between ranks (rank " << r << " vs rank 0): pass the same --mode, --staleness and --staleness_lr to every rank";
+      msg << "synchronisation mode differs between ranks (rank " << r << " vs rank 0): every rank must be given the same Options::mode, Options::staleness and Options::staleness_lr";
     } else if (f[10] != f0[10]) {
       msg << "checkpoint options differ between ranks (rank " << r
           << " vs rank 0): every rank must be given the same checkpoint directory, save interval, "
-             "number kept, restart checkpoint and restore choice";
+             "number kept, restart checkpoint and restore choice (Options::checkpoint)";
     } else if (f[3] != f0[3] || f[4] != f0[4] || f[8] != f0[8] || f[9] != f0[9] || f[11] != f0[11]) {
-      msg << "options differ between ranks (rank " << r << " vs rank 0): pass the same flags to every rank";
+      msg << "options differ between ranks (rank " << r << " vs rank 0): every rank must be given the same Options";
     } else {
       continue;
     }
@@ -105,7 +105,7 @@ Session::Session(MPI_Comm comm, ParamLayout layout, Options options)
     roles_ = Roles::make(rank, size, options_.num_servers);
     if (layout_.size() == 0) throw ConfigError("the parameter layout is empty: add at least one tensor");
     if (options_.staleness < 0)
-      throw ConfigError("--staleness must be >= 0, got " + std::to_string(options_.staleness));
+      throw ConfigError("Options::staleness must be >= 0, got " + std::to_string(options_.staleness));
     if (options_.server_poll_us < -1) throw ConfigError("server poll interval must be >= 0 microseconds (or -1: auto)");
     if (options_.server_spin_us < 0 || options_.server_spin_us > 1000000)
       throw ConfigError("server spin time must be in [0, 1000000] microseconds");
