@@ -20,6 +20,7 @@
 #include "mnist/dataset.h"
 #include "device.h"
 #include "nn/mnist_cnn.h"
+#include "nn/mnist_cnn_layout.h"
 
 namespace mnist_async {
 
@@ -68,12 +69,7 @@ Accuracy evaluate(asyncps::nn::Backend& backend, const asyncps::mnist::Mnist& da
 
 }  // namespace
 
-asyncps::ParamLayout mnist_layout() {
-  asyncps::ParamLayout layout;
-  for (const auto& t : asyncps::nn::mnist_cnn_tensors())
-    layout.add(t.name, std::vector<std::int64_t>(t.dims.begin(), t.dims.end()));
-  return layout;
-}
+asyncps::ParamLayout mnist_layout() { return asyncps::nn::mnist_cnn_layout(); }
 
 void check_writable_dir(const std::string& dir, const char* flag) {
   std::error_code ec;

@@ -21,10 +21,10 @@
 namespace asyncps::nn {
 namespace {
 
-// Arena offsets (see mnist_cnn_tensors()).
-constexpr std::size_t kW1 = 0, kB1 = kW1 + 3 * 3 * 1 * 8, kW2 = kB1 + 8, kB2 = kW2 + 3 * 3 * 8 * 16,
-                      kWf = kB2 + 16, kBf = kWf + 784 * 10, kEnd = kBf + 10;
-static_assert(kEnd == kMnistCnnParams);
+// Arena offsets, from the one description (kMnistCnnArena).
+constexpr std::size_t kW1 = mnist_cnn_offset(kConv1W), kB1 = mnist_cnn_offset(kConv1B),
+                      kW2 = mnist_cnn_offset(kConv2W), kB2 = mnist_cnn_offset(kConv2B),
+                      kWf = mnist_cnn_offset(kFcW), kBf = mnist_cnn_offset(kFcB);
 
 constexpr Conv3x3Dims kConv1{1, 28, 28, 1, 8};   // per sample
 constexpr Conv3x3Dims kConv2{1, 14, 14, 8, 16};  // per sample

@@ -25,10 +25,39 @@ struct TensorSpec {
   std::size_t size() const;  // product of dims
 };
 
-// The 6 parameter tensors in arena order.
+// The one description of the CNN's arena: its tensors in arena order, each with its shape;
+// every offset (the backends', the layout's, the initialiser's) is computed from it.
+enum MnistCnnTensor : int { kConv1W, kConv1B, kConv2W, kConv2B, kFcW, kFcB, kMnistCnnTensors };
+struct ArenaTensor {
+  const char* name;
+  int dims[4];
+  int rank;
+  constexpr std::size_t size() const {
+    std::size_t n = 1;
+    for (int i = 0; i < rank; ++i) n *= static_cast<std::size_t>(dims[i]);
+    return n;
+  }
+};
+inline constexpr ArenaTensor kMnistCnnArena[kMnistCnnTensors] = {
+    {"conv1_w", {3, 3, 1, 8}, 4},  // HWIO
+    {"conv1_b", {8}, 1},
+    {"conv2_w", {3, 3, 8, 16}, 4},  // HWIO
+    {"conv2_b", {16}, 1},
+    {"fc_w", {784, 10}, 2},
+    {"fc_b", {10}, 1},
+};
+// Where tensor `t` starts in the arena (floats); mnist_cnn_offset(kMnistCnnTensors): the size.
+constexpr std::size_t mnist_cnn_offset(int t) {
+  std::size_t off = 0;
+  for (int i = 0; i < t; ++i) off += kMnistCnnArena[i].size();
+  return off;
+}
+
+// The same tensors as TensorSpecs (names and shapes), in arena order.
 const std::vector<TensorSpec>& mnist_cnn_tensors();
 
-inline constexpr std::size_t kMnistCnnParams = 9098;
+inline constexpr std::size_t kMnistCnnParams = mnist_cnn_offset(kMnistCnnTensors);
+static_assert(kMnistCnnParams == 9098);
 inline constexpr int kImagePixels = 784, kClasses = 10;
 
 // Glorot/Xavier uniform, exactly TF1's xavier_initializer: limit = sqrt(6/(fan_in+fan_out)).

@@ -12,10 +12,11 @@ std::size_t TensorSpec::size() const {
 }
 
 const std::vector<TensorSpec>& mnist_cnn_tensors() {
-  static const std::vector<TensorSpec> tensors = {
-      {"conv1_w", {3, 3, 1, 8}},  {"conv1_b", {8}},     {"conv2_w", {3, 3, 8, 16}},
-      {"conv2_b", {16}},          {"fc_w", {784, 10}},  {"fc_b", {10}},
-  };
+  static const std::vector<TensorSpec> tensors = [] {
+    std::vector<TensorSpec> v;
+    for (const ArenaTensor& t : kMnistCnnArena) v.push_back({t.name, std::vector<int>(t.dims, t.dims + t.rank)});
+    return v;
+  }();
   return tensors;
 }
 

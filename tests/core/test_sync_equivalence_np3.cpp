@@ -15,6 +15,7 @@
 #include "asyncps/parameter_server.h"
 #include "asyncps/worker_client.h"
 #include "nn/mnist_cnn.h"
+#include "nn/mnist_cnn_layout.h"
 
 using namespace asyncps;
 
@@ -22,16 +23,11 @@ namespace {
 constexpr int kB = 8, kRounds = 12;
 constexpr float kLr = 0.1f;
 
-ParamLayout cnn_layout() {
-  ParamLayout l;
-  for (const auto& t : nn::mnist_cnn_tensors()) l.add(t.name, std::vector<std::int64_t>(t.dims.begin(), t.dims.end()));
-  return l;
-}
 }  // namespace
 
 TEST_CASE("sync: each round applies exactly the mean of the 2 workers' updates, as one worker of batch 2B would",
           "[mpi][sync]") {
-  Session session(MPI_COMM_WORLD, cnn_layout(), {.mode = Mode::Sync});
+  Session session(MPI_COMM_WORLD, nn::mnist_cnn_layout(), {.mode = Mode::Sync});
   REQUIRE(session.roles().num_workers() == 2);
   const std::size_t n = session.layout().size();
   std::vector<float> init(n);
