@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <string>
 #include <utility>
+#include "mnist/error.h"
 
 namespace asyncps::mnist {
 
@@ -20,11 +21,11 @@ std::uint64_t uniform_below(std::mt19937_64& rng, std::uint64_t n) {
 Batcher::Batcher(const Split& split, int batch_size, std::uint64_t seed, bool shuffle)
     : split_(&split), batch_size_(batch_size), shuffle_(shuffle), rng_(seed) {
   if (batch_size <= 0)
-    throw std::invalid_argument("mnist::Batcher: batch_size must be positive, got " +
+    throw DataError("mnist::Batcher: batch_size must be positive, got " +
                                 std::to_string(batch_size));
-  if (split.size() == 0) throw std::invalid_argument("mnist::Batcher: the split is empty");
+  if (split.size() == 0) throw DataError("mnist::Batcher: the split is empty");
   if (split.images.size() != split.size() * kPixels)
-    throw std::invalid_argument("mnist::Batcher: split has " + std::to_string(split.size()) +
+    throw DataError("mnist::Batcher: split has " + std::to_string(split.size()) +
                                 " labels but " + std::to_string(split.images.size()) +
                                 " pixels (expected " + std::to_string(kPixels) + " per image)");
   order_.resize(split.size());
@@ -45,7 +46,7 @@ void Batcher::start_epoch() {
 void Batcher::next(std::span<float> x, std::span<std::uint8_t> y) {
   const auto b = static_cast<std::size_t>(batch_size_);
   if (x.size() != b * kPixels || y.size() != b)
-    throw std::invalid_argument("mnist::Batcher::next: expected x of " +
+    throw DataError("mnist::Batcher::next: expected x of " +
                                 std::to_string(b * kPixels) + " floats and y of " +
                                 std::to_string(b) + " labels, got " + std::to_string(x.size()) +
                                 " and " + std::to_string(y.size()));

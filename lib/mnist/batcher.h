@@ -13,18 +13,19 @@
 #include <vector>
 
 #include "mnist/dataset.h"
+#include "mnist/error.h"
 
 namespace asyncps::mnist {
 
 class Batcher {
  public:
   // The split must outlive the Batcher. shuffle=false serves 0,1,2,... repeating.
-  // Throws std::invalid_argument for batch_size <= 0, an empty split, or a split
+  // Throws DataError for batch_size <= 0, an empty split, or a split
   // whose images do not hold kPixels floats per label.
   Batcher(const Split& split, int batch_size, std::uint64_t seed, bool shuffle = true);
 
   // Fills x (batch_size*kPixels floats) and y (batch_size labels) with the next batch.
-  // Throws std::invalid_argument if the spans have the wrong size.
+  // Throws DataError if the spans have the wrong size.
   void next(std::span<float> x, std::span<std::uint8_t> y);
 
   // Completed passes over the split (= examples_served() / size, rounded down).

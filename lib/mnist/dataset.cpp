@@ -6,12 +6,13 @@
 #include <utility>
 
 #include "mnist/idx.h"
+#include "mnist/error.h"
 
 namespace asyncps::mnist {
 
 std::span<const float> Split::image(std::size_t i) const {
   if (i >= size())
-    throw std::out_of_range("mnist::Split::image: index " + std::to_string(i) +
+    throw DataError("mnist::Split::image: index " + std::to_string(i) +
                             " out of range (size " + std::to_string(size()) + ")");
   return std::span<const float>(images).subspan(i * kPixels, kPixels);
 }

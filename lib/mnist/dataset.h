@@ -30,7 +30,7 @@ struct Split {
   std::vector<std::uint8_t> labels;  // (size())
 
   std::size_t size() const { return labels.size(); }
-  // Image i as kPixels floats; throws std::out_of_range past the end.
+  // Image i as kPixels floats; throws DataError past the end.
   std::span<const float> image(std::size_t i) const;
 };
 

@@ -1,9 +1,10 @@
 // defines: asyncps::nn::check_forward_args, check_step_args
 // The argument checks every Backend makes, in one place (CPU and GPU backends share them).
-// Each throws std::invalid_argument naming the function and the wrong size; returns the batch B.
+// Each throws nn::Error naming the function and the wrong size; returns the batch B.
 #pragma once
 #include <cstdint>
 #include <span>
+#include "nn/error.h"
 
 namespace asyncps::nn {
 

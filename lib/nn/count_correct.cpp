@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "nn/mnist_cnn.h"
+#include "nn/error.h"
 
 namespace asyncps::nn {
 
@@ -12,7 +13,7 @@ std::size_t count_correct(Backend& backend, std::span<const float> params,
                           std::span<const float> images, std::span<const std::uint8_t> labels) {
   const std::size_t n = labels.size();
   if (images.size() != n * kImagePixels)
-    throw std::invalid_argument("count_correct: images has " + std::to_string(images.size()) +
+    throw Error("count_correct: images has " + std::to_string(images.size()) +
                                 " floats, expected " + std::to_string(n) + " x 784");
   const std::size_t chunk = static_cast<std::size_t>(backend.max_batch());
   std::vector<float> logits(std::min(chunk, n) * kClasses);

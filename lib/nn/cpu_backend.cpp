@@ -17,6 +17,7 @@
 #include "nn/maxpool.h"
 #include "nn/mnist_cnn.h"
 #include "nn/softmax_xent.h"
+#include "nn/error.h"
 
 namespace asyncps::nn {
 namespace {
@@ -81,7 +82,7 @@ class CpuBackend final : public Backend {
                std::span<float> logits) override {
     const int B = check_forward_args("forward", max_batch_, params, x);
     if (logits.size() != static_cast<std::size_t>(B) * kClasses)
-      throw std::invalid_argument("forward: logits has " + std::to_string(logits.size()) +
+      throw Error("forward: logits has " + std::to_string(logits.size()) +
                                   " floats, expected " + std::to_string(B * kClasses));
     if (B > 0) run_forward(params.data(), x.data(), B, logits.data());
   }
@@ -118,7 +119,7 @@ class CpuBackend final : public Backend {
 
 std::unique_ptr<Backend> make_cpu_backend(int max_batch) {
   if (max_batch <= 0)
-    throw std::invalid_argument("make_cpu_backend: max_batch must be positive, got " +
+    throw Error("make_cpu_backend: max_batch must be positive, got " +
                                 std::to_string(max_batch));
   return std::make_unique<CpuBackend>(max_batch);
 }

@@ -5,12 +5,13 @@
 #include <string>
 
 #include "nn/mnist_cnn.h"
+#include "nn/error.h"
 
 namespace asyncps::nn {
 
 void glorot_uniform_init(std::span<float> params, std::uint64_t seed) {
   if (params.size() != kMnistCnnParams)
-    throw std::invalid_argument("glorot_uniform_init: params has " +
+    throw Error("glorot_uniform_init: params has " +
                                 std::to_string(params.size()) + " floats, expected " +
                                 std::to_string(kMnistCnnParams));
   std::mt19937_64 rng(seed);

@@ -16,6 +16,7 @@
 #include <span>
 #include <string>
 #include <vector>
+#include "nn/error.h"
 
 namespace asyncps::nn {
 
@@ -74,10 +75,10 @@ class Backend {  // one model instance; not thread-safe; holds all scratch buffe
   virtual int max_batch() const = 0;
   // x: (B,784) row-major, labels: B values 0..9, params/grad: kMnistCnnParams floats.
   // Writes d(mean loss)/d(params) into grad (overwrites), returns the mean loss.
-  // Throws std::invalid_argument on wrong sizes, B == 0, B > max_batch() or a label > 9.
+  // Throws nn::Error on wrong sizes, B == 0, B > max_batch() or a label > 9.
   virtual float loss_and_grad(std::span<const float> params, std::span<const float> x,
                               std::span<const std::uint8_t> labels, std::span<float> grad) = 0;
-  // logits (B,10) for B = x.size()/784 <= max_batch(). Throws std::invalid_argument on wrong sizes.
+  // logits (B,10) for B = x.size()/784 <= max_batch(). Throws nn::Error on wrong sizes.
   virtual void forward(std::span<const float> params, std::span<const float> x,
                        std::span<float> logits) = 0;
 };

@@ -147,16 +147,16 @@ TEST_CASE("Batcher: a batch larger than the split spans several epochs", "[batch
   CHECK(b.examples_served() == 7);
 }
 
-TEST_CASE("Batcher: bad arguments are std::invalid_argument", "[batcher]") {
+TEST_CASE("Batcher: bad arguments are mnist::DataError", "[batcher]") {
   const Split s = numbered_split(5);
-  CHECK_THROWS_AS(Batcher(s, 0, 1), std::invalid_argument);
-  CHECK_THROWS_AS(Batcher(s, -3, 1), std::invalid_argument);
-  CHECK_THROWS_AS(Batcher(Split{}, 4, 1), std::invalid_argument);
+  CHECK_THROWS_AS(Batcher(s, 0, 1), DataError);
+  CHECK_THROWS_AS(Batcher(s, -3, 1), DataError);
+  CHECK_THROWS_AS(Batcher(Split{}, 4, 1), DataError);
 
   Batcher b(s, 2, 1);
   std::vector<float> x(3 * kPixels);
   std::vector<std::uint8_t> y(2);
-  CHECK_THROWS_AS(b.next(x, y), std::invalid_argument);
+  CHECK_THROWS_AS(b.next(x, y), DataError);
 }
 
 TEST_CASE("uniform_below stays in range and hits every value", "[batcher]") {

@@ -17,6 +17,7 @@
 #include "nn/mnist_cnn.h"
 #include "model_inputs.h"
 #include "reference.h"
+#include "nn/error.h"
 
 namespace nn = asyncps::nn;
 
@@ -99,20 +100,20 @@ TEST_CASE("gpu backend rejects wrong span sizes and oversized batches", "[gpu]")
   const auto p = nn_test::glorot_params(1);
   const auto batch = random_batch(4, 2);
   std::vector<float> grad(nn::kMnistCnnParams), logits(4 * nn::kClasses);
-  CHECK_THROWS_AS(be->loss_and_grad(std::span(p).first(10), batch.x, batch.y, grad), std::invalid_argument);
-  CHECK_THROWS_AS(be->loss_and_grad(p, std::span(batch.x).first(100), batch.y, grad), std::invalid_argument);
-  CHECK_THROWS_AS(be->loss_and_grad(p, {}, {}, grad), std::invalid_argument);
-  CHECK_THROWS_AS(be->loss_and_grad(p, batch.x, std::span(batch.y).first(3), grad), std::invalid_argument);
-  CHECK_THROWS_AS(be->loss_and_grad(p, batch.x, batch.y, std::span(grad).first(5)), std::invalid_argument);
+  CHECK_THROWS_AS(be->loss_and_grad(std::span(p).first(10), batch.x, batch.y, grad), nn::Error);
+  CHECK_THROWS_AS(be->loss_and_grad(p, std::span(batch.x).first(100), batch.y, grad), nn::Error);
+  CHECK_THROWS_AS(be->loss_and_grad(p, {}, {}, grad), nn::Error);
+  CHECK_THROWS_AS(be->loss_and_grad(p, batch.x, std::span(batch.y).first(3), grad), nn::Error);
+  CHECK_THROWS_AS(be->loss_and_grad(p, batch.x, batch.y, std::span(grad).first(5)), nn::Error);
   auto bad = batch.y;
   bad[2] = 10;
-  CHECK_THROWS_AS(be->loss_and_grad(p, batch.x, bad, grad), std::invalid_argument);
+  CHECK_THROWS_AS(be->loss_and_grad(p, batch.x, bad, grad), nn::Error);
   const auto big = random_batch(5, 3);
   std::vector<float> big_logits(5 * nn::kClasses);
-  CHECK_THROWS_AS(be->forward(p, big.x, big_logits), std::invalid_argument);
-  CHECK_THROWS_AS(be->forward(p, batch.x, std::span(logits).first(7)), std::invalid_argument);
-  CHECK_THROWS_AS(nn::make_gpu_backend(0, 0), std::invalid_argument);
-  CHECK_THROWS_AS(nn::make_gpu_backend(4, nn::gpu_device_count()), std::invalid_argument);
+  CHECK_THROWS_AS(be->forward(p, big.x, big_logits), nn::Error);
+  CHECK_THROWS_AS(be->forward(p, batch.x, std::span(logits).first(7)), nn::Error);
+  CHECK_THROWS_AS(nn::make_gpu_backend(0, 0), nn::Error);
+  CHECK_THROWS_AS(nn::make_gpu_backend(4, nn::gpu_device_count()), nn::Error);
 }
 
 TEST_CASE("200 SGD steps on the GPU on 64 fixed random images make the loss fall a lot", "[gpu][train]") {

@@ -5,6 +5,7 @@
 
 #include "nn/mnist_cnn.h"
 #include "nn/mnist_cnn_layout.h"
+#include "nn/error.h"
 
 namespace nn = asyncps::nn;
 
@@ -66,7 +67,7 @@ TEST_CASE("glorot init is deterministic in the seed", "[init]") {
 
 TEST_CASE("glorot init rejects a wrongly sized arena", "[init]") {
   std::vector<float> p(nn::kMnistCnnParams - 1);
-  CHECK_THROWS_AS(nn::glorot_uniform_init(p, 1), std::invalid_argument);
+  CHECK_THROWS_AS(nn::glorot_uniform_init(p, 1), nn::Error);
 }
 
 TEST_CASE("one arena description: the tensor list, the offsets and the asyncps layout agree", "[model]") {

@@ -9,6 +9,7 @@
 #include "nn/mnist_cnn.h"
 #include "model_inputs.h"
 #include "reference.h"
+#include "nn/error.h"
 
 namespace nn = asyncps::nn;
 
@@ -105,7 +106,7 @@ TEST_CASE("count_correct counts argmax hits in chunks of max_batch", "[model]") 
   CHECK(nn::count_correct(*be, p, batch.x, batch.y) == expect);
   CHECK(nn::count_correct(*be, p, {}, {}) == 0);
   CHECK_THROWS_AS(nn::count_correct(*be, p, batch.x, std::span(batch.y).first(3)),
-                  std::invalid_argument);
+                  nn::Error);
 }
 
 TEST_CASE("cpu backend rejects wrong span sizes and oversized batches", "[model]") {
@@ -117,17 +118,17 @@ TEST_CASE("cpu backend rejects wrong span sizes and oversized batches", "[model]
   std::vector<float> grad(nn::kMnistCnnParams), logits(4 * nn::kClasses);
   std::vector<float> short_p(p.begin(), p.end() - 1);
   CHECK_NOTHROW(be->loss_and_grad(p, ok.x, ok.y, grad));
-  CHECK_THROWS_AS(be->loss_and_grad(short_p, ok.x, ok.y, grad), std::invalid_argument);
-  CHECK_THROWS_AS(be->loss_and_grad(p, big.x, big.y, grad), std::invalid_argument);
-  CHECK_THROWS_AS(be->loss_and_grad(p, std::span(ok.x).first(100), ok.y, grad), std::invalid_argument);
-  CHECK_THROWS_AS(be->loss_and_grad(p, ok.x, std::span(ok.y).first(3), grad), std::invalid_argument);
-  CHECK_THROWS_AS(be->loss_and_grad(p, ok.x, ok.y, std::span(grad).first(10)), std::invalid_argument);
-  CHECK_THROWS_AS(be->loss_and_grad(p, {}, {}, grad), std::invalid_argument);
+  CHECK_THROWS_AS(be->loss_and_grad(short_p, ok.x, ok.y, grad), nn::Error);
+  CHECK_THROWS_AS(be->loss_and_grad(p, big.x, big.y, grad), nn::Error);
+  CHECK_THROWS_AS(be->loss_and_grad(p, std::span(ok.x).first(100), ok.y, grad), nn::Error);
+  CHECK_THROWS_AS(be->loss_and_grad(p, ok.x, std::span(ok.y).first(3), grad), nn::Error);
+  CHECK_THROWS_AS(be->loss_and_grad(p, ok.x, ok.y, std::span(grad).first(10)), nn::Error);
+  CHECK_THROWS_AS(be->loss_and_grad(p, {}, {}, grad), nn::Error);
   auto bad = ok.y;
   bad[0] = 10;
-  CHECK_THROWS_AS(be->loss_and_grad(p, ok.x, bad, grad), std::invalid_argument);
+  CHECK_THROWS_AS(be->loss_and_grad(p, ok.x, bad, grad), nn::Error);
   CHECK_NOTHROW(be->forward(p, ok.x, logits));
-  CHECK_THROWS_AS(be->forward(p, ok.x, std::span(logits).first(39)), std::invalid_argument);
-  CHECK_THROWS_AS(be->forward(p, big.x, logits), std::invalid_argument);
-  CHECK_THROWS_AS(nn::make_cpu_backend(0), std::invalid_argument);
+  CHECK_THROWS_AS(be->forward(p, ok.x, std::span(logits).first(39)), nn::Error);
+  CHECK_THROWS_AS(be->forward(p, big.x, logits), nn::Error);
+  CHECK_THROWS_AS(nn::make_cpu_backend(0), nn::Error);
 }

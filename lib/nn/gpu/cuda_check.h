@@ -1,5 +1,5 @@
 // Check macros and RAII owners for CUDA runtime, cuDNN and cuBLAS objects (private to lib/nn/gpu).
-// A failing call throws std::runtime_error("<call> failed: <status string> at <file>:<line>"),
+// A failing call throws Error("<call> failed: <status string> at <file>:<line>"),
 // where <call> is the called function's name, e.g.
 //   "cudnnConvolutionForward failed: CUDNN_STATUS_BAD_PARAM at gpu_backend.cpp:210".
 #pragma once
@@ -15,6 +15,7 @@
 #include <string_view>
 #include <type_traits>
 #include <utility>
+#include "nn/error.h"
 
 namespace asyncps::nn::gpu {
 
@@ -25,7 +26,7 @@ namespace asyncps::nn::gpu {
   while (!name.empty() && (name.back() == ' ' || name.back() == '\n')) name.remove_suffix(1);
   std::string_view f(file);
   if (const auto slash = f.find_last_of('/'); slash != std::string_view::npos) f.remove_prefix(slash + 1);
-  throw std::runtime_error(std::string(name) + " failed: " + (status ? status : "unknown status") +
+  throw Error(std::string(name) + " failed: " + (status ? status : "unknown status") +
                            " at " + std::string(f) + ":" + std::to_string(line));
 }
 

@@ -38,6 +38,7 @@
 #include "nn/gpu/cuda_check.h"
 #include "nn/gpu/gpu_backend.h"
 #include "nn/gpu/kernels.h"
+#include "nn/error.h"
 
 namespace asyncps::nn {
 namespace {
@@ -85,7 +86,7 @@ Algo pick_algo(const Perf* perf, int n, std::size_t ws_limit, const char* what, 
                                       p.mathType != CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
       if (ok) return Algo{static_cast<int>(p.algo), p.mathType, p.memory};
     }
-  throw std::runtime_error(std::string("gpu backend: cuDNN offers no deterministic FP32 algorithm for ") +
+  throw Error(std::string("gpu backend: cuDNN offers no deterministic FP32 algorithm for ") +
                            what + " at batch " + std::to_string(batch) + " within a workspace of " +
                            std::to_string(ws_limit) + " bytes");
 }
@@ -234,7 +235,7 @@ class GpuBackend final : public Backend {
   void forward(std::span<const float> params, std::span<const float> x, std::span<float> logits) override {
     const int B = check_forward_args("forward", max_batch_, params, x);
     if (logits.size() != static_cast<std::size_t>(B) * kClasses)
-      throw std::invalid_argument("forward: logits has " + std::to_string(logits.size()) +
+      throw Error("forward: logits has " + std::to_string(logits.size()) +
                                   " floats, expected " + std::to_string(B * kClasses));
     if (B == 0) return;
     const StepAlgos& a = prepare(B);
@@ -276,7 +277,7 @@ class GpuBackend final : public Backend {
     const int B = max_batch_;
     if (d1 != std::array{B, kC1, 28, 28} || d2 != std::array{B, kC2, 14, 14} || q1 != std::array{B, kC1, 14, 14} ||
         q2 != std::array{B, kC2, 7, 7})
-      throw std::logic_error("gpu backend: cuDNN output shapes differ from the model's");
+      throw Error("gpu backend: cuDNN output shapes differ from the model's");
   }
 
   // Chooses (once) the algorithms of batch B; the tensor descriptors must be set to B.
@@ -442,11 +443,11 @@ int gpu_device_count() noexcept {
 
 std::unique_ptr<Backend> make_gpu_backend(int max_batch, int device) {
   if (max_batch <= 0)
-    throw std::invalid_argument("make_gpu_backend: max_batch must be positive, got " + std::to_string(max_batch));
+    throw Error("make_gpu_backend: max_batch must be positive, got " + std::to_string(max_batch));
   const int n = gpu_device_count();
-  if (n == 0) throw std::runtime_error("make_gpu_backend: no CUDA device is visible");
+  if (n == 0) throw Error("make_gpu_backend: no CUDA device is visible");
   if (device < 0 || device >= n)
-    throw std::invalid_argument("make_gpu_backend: device " + std::to_string(device) + " not in 0.." +
+    throw Error("make_gpu_backend: device " + std::to_string(device) + " not in 0.." +
                                 std::to_string(n - 1));
   return std::make_unique<GpuBackend>(max_batch, device);
 }

@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "nn/mnist_cnn.h"
+#include "nn/error.h"
 
 namespace asyncps::nn {
 
@@ -17,7 +18,7 @@ bool gpu_backend_built() noexcept;
 int gpu_device_count() noexcept;
 
 // A backend on CUDA device `device` (0 <= device < gpu_device_count()) whose scratch, workspace
-// and staging buffers are sized for batches of up to max_batch. Throws std::invalid_argument on a
+// and staging buffers are sized for batches of up to max_batch. Throws nn::Error on a
 // bad max_batch or device, std::runtime_error when the build has no GPU backend or a CUDA/cuDNN/
 // cuBLAS call fails (what() names the call, the status string and file:line).
 std::unique_ptr<Backend> make_gpu_backend(int max_batch, int device = 0);

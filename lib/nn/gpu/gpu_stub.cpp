@@ -2,6 +2,7 @@
 #include <stdexcept>
 
 #include "nn/gpu/gpu_backend.h"
+#include "nn/error.h"
 
 namespace asyncps::nn {
 
@@ -10,7 +11,7 @@ bool gpu_backend_built() noexcept { return false; }
 int gpu_device_count() noexcept { return 0; }
 
 std::unique_ptr<Backend> make_gpu_backend(int /*max_batch*/, int /*device*/) {
-  throw std::runtime_error(
+  throw Error(
       "make_gpu_backend: this build has no GPU backend (CUDA and cuDNN were not found when it was "
       "configured)");
 }
