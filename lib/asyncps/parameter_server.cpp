@@ -19,11 +19,7 @@ namespace asyncps {
 
 struct ParameterServer::Impl {
   Session& session;
-  detail::SessionWindows win;   // declared before the locks: locks are released first
-  detail::LockAll lock_params;  // the server's own shared epoch: flushing it drives progress
-  detail::LockAll lock_control;
-  detail::LockAll lock_accum;
-  detail::LockAll lock_shadow;
+  detail::SessionWindows win;  // and this server's own epochs on them
   std::unique_ptr<detail::ServerCheckpointer> ckpt;
   detail::DirLock dir_lock;  // server 0: the checkpoint directory is this job's
   detail::RestoredShard restored;
@@ -61,12 +57,8 @@ ParameterServer::ParameterServer(Session& session, std::span<const float> initia
     throw ConfigError("initial parameters have " + std::to_string(initial.size()) + " floats, the layout has " +
                       std::to_string(session.layout().size()));
   impl_->win = detail::open_windows(session);
-  impl_->lock_params = detail::LockAll(impl_->win.params.get());
-  impl_->lock_control = detail::LockAll(impl_->win.control.get());
-  impl_->lock_shadow = detail::LockAll(impl_->win.shadow.get());
   const Shard& sh = session.plan().shard(roles.rank);
   if (impl_->win.accum.get() != MPI_WIN_NULL) {
-    impl_->lock_accum = detail::LockAll(impl_->win.accum.get());
     std::fill_n(impl_->win.accum.data<float>(), sh.size, 0.f);
     ASYNCPS_MPI_CHECK(MPI_Win_sync(impl_->win.accum.get()));
   }

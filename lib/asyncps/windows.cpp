@@ -21,7 +21,18 @@ SessionWindows open_windows(const Session& session) {
   w.control = Window(session.comm(), ctrl_bytes, sizeof(std::int64_t), "control");
   if (session.options().mode == Mode::Sync) w.accum = Window(session.comm(), shard_bytes, sizeof(float), "accumulation");
   w.shadow = Window(session.comm(), shard_bytes, sizeof(float), "EMA shadow", /*sum_and_no_op_only=*/false);
+  w.lock_params = LockAll(w.params.get());
+  w.lock_control = LockAll(w.control.get());
+  if (w.accum.get() != MPI_WIN_NULL) w.lock_accum = LockAll(w.accum.get());
+  w.lock_shadow = LockAll(w.shadow.get());
   return w;
+}
+
+void SessionWindows::end_epochs() {
+  lock_accum.unlock();
+  lock_shadow.unlock();
+  lock_params.unlock();
+  lock_control.unlock();
 }
 
 StalenessHistogram allreduce_staleness(MPI_Comm comm, const StalenessHistogram& mine) {

@@ -17,13 +17,19 @@
 
 namespace asyncps::detail {
 
+// The windows and, on each, this rank's MPI_Win_lock_all epoch for the session's life (servers
+// and workers alike: one passive-target epoch, flushed per operation). The locks are declared
+// after the windows, so they end first.
 struct SessionWindows {
   Window params;
   Window control;
   Window accum;  // empty unless Mode::Sync
   Window shadow;
+  LockAll lock_params, lock_control, lock_accum, lock_shadow;
+  void end_epochs();  // early (a worker's finish), throwing on error; then the destructor does nothing
 };
 
+// Collective: creates the windows (same order on every rank) and opens the epochs.
 SessionWindows open_windows(const Session& session);
 
 // Sums every rank's histogram over the session (collective; servers contribute empty ones).

@@ -32,12 +32,8 @@ double seconds_since(Clock::time_point t0) { return std::chrono::duration<double
 
 struct WorkerClient::Impl {
   Session& session;
-  detail::SessionWindows win;  // declared before the locks: locks are released first
-  detail::LockAll lock_params;
-  detail::LockAll lock_control;
+  detail::SessionWindows win;  // and this worker's epochs on them
   std::size_t chunk_floats = 0;
-  detail::LockAll lock_accum;
-  detail::LockAll lock_shadow;
   detail::FinalState final_state;
   bool finished = false;
   bool drained = false;
@@ -385,10 +381,6 @@ WorkerClient::WorkerClient(Session& session) : impl_(std::make_unique<Impl>(sess
   impl_->waiter = detail::RequestWaiter(impl_->by_request, session.options().wait_spin_us,
                                         session.shared_memory_neighbours() ? 100 : 1000);
   impl_->win = detail::open_windows(session);
-  impl_->lock_params = detail::LockAll(impl_->win.params.get());
-  impl_->lock_control = detail::LockAll(impl_->win.control.get());
-  if (impl_->win.accum.get() != MPI_WIN_NULL) impl_->lock_accum = detail::LockAll(impl_->win.accum.get());
-  impl_->lock_shadow = detail::LockAll(impl_->win.shadow.get());
   detail::restore_checkpoint(session);             // collective with the servers' constructors
   ASYNCPS_MPI_CHECK(MPI_Barrier(session.comm()));  // the servers have filled their shards
   impl_->timeline.set_origin();
@@ -537,10 +529,7 @@ void WorkerClient::finish() {
     impl_->control_op(detail::ctrl::kBeat0, nullptr, &beat0, 1, MPI_NO_OP);
     impl_->liveness.saw_server0(beat0);
   });
-  impl_->lock_accum.unlock();
-  impl_->lock_shadow.unlock();
-  impl_->lock_params.unlock();
-  impl_->lock_control.unlock();
+  impl_->win.end_epochs();
   impl_->final_state = detail::finish_job(impl_->session, impl_->win, nullptr);  // the final checkpoint
   impl_->job_staleness = detail::allreduce_staleness(impl_->session.comm(), impl_->staleness);
   detail::write_timeline(impl_->session, impl_->timeline);
