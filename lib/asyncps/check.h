@@ -1,5 +1,6 @@
 // defines: ASYNCPS_MPI_CHECK, asyncps::detail::throw_mpi_error
-// Every MPI call in the library goes through ASYNCPS_MPI_CHECK; a failure becomes an MpiError
+// MPI calls whose failure matters go through ASYNCPS_MPI_CHECK (queries such as MPI_Comm_rank and
+// best-effort calls in destructors do not); a failure becomes an MpiError
 // whose message names the call and where it was made. (Windows and the library's communicator
 // have MPI_ERRORS_RETURN set, so errors come back instead of aborting inside MPI.)
 #pragma once
