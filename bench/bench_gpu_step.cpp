@@ -13,27 +13,11 @@
 #include <vector>
 
 #include "nn/gpu/gpu_backend.h"
+#include "bench_batch.h"
 #include "nn/mnist_cnn.h"
 
 namespace nn = asyncps::nn;
-using Clock = std::chrono::steady_clock;
 
-template <class F>
-static double time_it(const char* what, int batch, double seconds, F&& step) {
-  for (int i = 0; i < 50; ++i) step();  // warm-up: algorithm choice, clocks, caches
-  long steps = 0;
-  const auto t0 = Clock::now();
-  double el = 0.0;
-  do {
-    for (int i = 0; i < 10; ++i) step();
-    steps += 10;
-    el = std::chrono::duration<double>(Clock::now() - t0).count();
-  } while (el < seconds);
-  const double ms = 1e3 * el / steps;
-  std::printf("%-22s batch %5d: %10.0f samples/s  %8.4f ms/step  (%ld steps, %.2f s)\n", what, batch,
-              steps * batch / el, ms, steps, el);
-  return ms;
-}
 
 int main(int argc, char** argv) {
   const int batch = argc > 1 ? std::atoi(argv[1]) : 128;
@@ -50,23 +34,16 @@ int main(int argc, char** argv) {
   }
   try {
     auto backend = nn::make_gpu_backend(batch, device);
-    std::vector<float> params(nn::kMnistCnnParams), grad(nn::kMnistCnnParams);
-    nn::glorot_uniform_init(params, 1);
-    std::mt19937 rng(42);
-    std::uniform_real_distribution<float> u(0.0f, 1.0f);
-    std::vector<float> x(static_cast<std::size_t>(batch) * nn::kImagePixels);
-    for (float& v : x) v = u(rng);
-    std::vector<std::uint8_t> labels(batch);
-    for (auto& l : labels) l = static_cast<std::uint8_t>(rng() % nn::kClasses);
-    std::vector<float> logits(static_cast<std::size_t>(batch) * nn::kClasses);
+    bench::RandomBatch in(batch);
+    auto& [params, grad, x, labels, logits] = in;
 
     volatile float sink = 0.0f;
     std::printf("backend %s on device %d\n", backend->name(), device);
-    const double step_ms = time_it("train step (sgd)", batch, seconds, [&] {
+    const double step_ms = bench::time_it("train step (sgd)", batch, seconds, 50, [&] {
       sink = sink + backend->loss_and_grad(params, x, labels, grad);
       for (std::size_t i = 0; i < params.size(); ++i) params[i] -= 1e-4f * grad[i];
     });
-    time_it("forward", batch, seconds, [&] {
+    bench::time_it("forward", batch, seconds, 50, [&] {
       backend->forward(params, x, logits);
       sink = sink + logits[0];
     });

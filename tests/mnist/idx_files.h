@@ -2,6 +2,8 @@
 
 // Test helpers: a self-removing temp directory and writers for synthetic IDX files.
 
+#include <catch2/catch.hpp>
+
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
@@ -10,6 +12,8 @@
 #include <string>
 #include <system_error>
 #include <vector>
+
+#include "mnist/error.h"
 
 namespace mnist_test {
 
@@ -103,6 +107,18 @@ inline void write_mnist_pair(const fs::path& images_file, const fs::path& labels
 inline std::size_t image_id(const float* img) {
   auto byte = [](float f) { return static_cast<std::size_t>(f * 255.0f + 0.5f); };
   return byte(img[0]) | (byte(img[1]) << 8);
+}
+
+// Runs f, which must throw asyncps::mnist::DataError; returns what().
+template <class F>
+std::string data_error_message(F&& f) {
+  try {
+    f();
+  } catch (const asyncps::mnist::DataError& e) {
+    return e.what();
+  }
+  FAIL("expected asyncps::mnist::DataError, nothing was thrown");
+  return {};
 }
 
 }  // namespace mnist_test

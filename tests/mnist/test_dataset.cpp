@@ -11,17 +11,6 @@ using Catch::Matchers::Contains;
 
 namespace {
 
-template <class F>
-std::string data_error_message(F&& f) {
-  try {
-    f();
-  } catch (const DataError& e) {
-    return e.what();
-  }
-  FAIL("expected asyncps::DataError, nothing was thrown");
-  return {};
-}
-
 // A data directory laid out like the real one, with small synthetic files.
 void write_dataset(const TempDir& dir, std::size_t train, std::size_t test) {
   write_mnist_pair(dir / kTrainImagesFile, dir / kTrainLabelsFile, train, train);

@@ -12,18 +12,6 @@ using Catch::Matchers::Contains;
 
 namespace {
 
-// Runs f, which must throw DataError; returns what().
-template <class F>
-std::string data_error_message(F&& f) {
-  try {
-    f();
-  } catch (const DataError& e) {
-    return e.what();
-  }
-  FAIL("expected asyncps::mnist::DataError, nothing was thrown");
-  return {};
-}
-
 std::vector<std::uint8_t> some_pixels(std::size_t n) {
   std::vector<std::uint8_t> p(n);
   for (std::size_t i = 0; i < n; ++i) p[i] = static_cast<std::uint8_t>((i * 97) % 256);

@@ -1,6 +1,9 @@
-// defines: nn_test::Batch, random_batch, glorot_params — inputs for whole-model tests
+// defines: nn_test::Batch, random_batch, glorot_params, check_sgd_memorises — inputs for whole-model tests
 // (shared by the CPU model tests and the GPU-vs-CPU tests).
 #pragma once
+#include <catch2/catch.hpp>
+
+#include <cmath>
 #include <cstdint>
 #include <random>
 #include <vector>
@@ -27,6 +30,25 @@ inline std::vector<float> glorot_params(std::uint64_t seed) {
   std::vector<float> p(asyncps::nn::kMnistCnnParams);
   asyncps::nn::glorot_uniform_init(p, seed);
   return p;
+}
+
+// 200 SGD steps (lr 0.1) on 64 fixed random images with backend `be`: the loss must fall a lot
+// and the images be mostly memorised. The same check for every backend.
+inline void check_sgd_memorises(asyncps::nn::Backend& be) {
+  const int B = 64;
+  const auto batch = random_batch(B, 81);
+  auto p = glorot_params(11);
+  std::vector<float> grad(asyncps::nn::kMnistCnnParams);
+  const float first = be.loss_and_grad(p, batch.x, batch.y, grad);
+  float last = first;
+  for (int step = 0; step < 200; ++step) {
+    last = be.loss_and_grad(p, batch.x, batch.y, grad);
+    for (std::size_t i = 0; i < p.size(); ++i) p[i] -= 0.1f * grad[i];  // SGD, lr 0.1
+  }
+  CAPTURE(first, last);
+  REQUIRE(std::isfinite(last));
+  CHECK(last < 0.25f * first);
+  CHECK(asyncps::nn::count_correct(be, p, batch.x, batch.y) >= 48);  // mostly memorised
 }
 
 }  // namespace nn_test

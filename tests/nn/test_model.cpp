@@ -74,21 +74,8 @@ TEST_CASE("loss and gradient do not depend on max_batch or on earlier calls", "[
 }
 
 TEST_CASE("200 SGD steps on 64 fixed random images make the loss fall a lot", "[model][train]") {
-  const int B = 64;
-  const auto batch = random_batch(B, 81);
-  auto p = nn_test::glorot_params(11);
-  auto be = nn::make_cpu_backend(B);
-  std::vector<float> grad(nn::kMnistCnnParams);
-  const float first = be->loss_and_grad(p, batch.x, batch.y, grad);
-  float last = first;
-  for (int step = 0; step < 200; ++step) {
-    last = be->loss_and_grad(p, batch.x, batch.y, grad);
-    for (std::size_t i = 0; i < p.size(); ++i) p[i] -= 0.1f * grad[i];  // SGD, lr 0.1
-  }
-  CAPTURE(first, last);
-  REQUIRE(std::isfinite(last));
-  CHECK(last < 0.25f * first);
-  CHECK(nn::count_correct(*be, p, batch.x, batch.y) >= 48);  // mostly memorised
+  auto be = nn::make_cpu_backend(64);
+  nn_test::check_sgd_memorises(*be);
 }
 
 TEST_CASE("count_correct counts argmax hits in chunks of max_batch", "[model]") {
