@@ -100,6 +100,7 @@ void measure_library(Row& row, std::size_t floats, asyncps::PullMethod pull, con
     return;
   }
   asyncps::WorkerClient w(session);
+  asyncps::StepLoop steps(w);
   std::vector<float> params(floats), grad(floats, 1e-6f);
   const int iters = iterations_for(row.bytes);
   for (int i = 0; i < std::min(iters, 20); ++i) w.push(grad, 1.f), w.pull(params);  // warm-up
@@ -113,7 +114,7 @@ void measure_library(Row& row, std::size_t floats, asyncps::PullMethod pull, con
     // begin_step + end_step: what one async training step costs (claim and pull in one wait, the
     // push leaving with requests and completing inside the next begin_step)
     record(row, workers, "bestep", time_us(workers, iters, [&] {
-             if (w.begin_step(params, std::int64_t{1} << 60)) (void)w.end_step(grad, -0.01f);
+             if (steps.begin_step(params, std::int64_t{1} << 60)) (void)steps.end_step(grad, -0.01f);
            }));
     if (with_fop) record(row, workers, "fop", time_us(workers, 1000, [&] { (void)w.next_step(); }));
   } else {

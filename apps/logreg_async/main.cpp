@@ -83,16 +83,17 @@ bool work(asyncps::Session& session, const logreg::SoftmaxRegression& model, con
   logreg::SplitMix64 rng(cfg.blobs.seed * 7919u + static_cast<std::uint64_t>(roles.worker_index()) + 1u);
   const auto start = std::chrono::steady_clock::now();
   std::int64_t mine = 0;
-  while (const auto step = worker.claim_step(cfg.steps)) {
-    worker.pull(params);
+  asyncps::StepLoop steps(worker);  // the step policy on the transport: exactly cfg.steps updates
+  while (const auto begun = steps.begin_step(params, cfg.steps)) {  // claims a step and pulls
+    const std::int64_t step = begun->global_step + 1;               // the step this update takes
     for (auto& i : batch) i = rng.below(data.train.size());
     const double loss = model.loss_and_grad(params, data.train, batch, grad);
     // lr decays continuously to half its value over the run
-    const double lr = asyncps::exponential_decay(cfg.learning_rate, 0.5, *step, static_cast<double>(cfg.steps));
-    worker.push(grad, static_cast<float>(-lr));
+    const double lr = asyncps::exponential_decay(cfg.learning_rate, 0.5, step, static_cast<double>(cfg.steps));
+    steps.end_step(grad, static_cast<float>(-lr));
     if (roles.is_chief() && ++mine % cfg.log_every == 0)
       std::printf("After %lld training steps (%lld global steps), loss on training batch is %.4f (lr %.4f)\n",
-                  static_cast<long long>(mine), static_cast<long long>(*step), loss, lr);
+                  static_cast<long long>(mine), static_cast<long long>(step), loss, lr);
   }
   worker.drain();  // every worker has stopped updating: the arena is final
   bool converged = true;

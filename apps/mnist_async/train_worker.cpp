@@ -144,12 +144,14 @@ int run_worker(const Config& config, asyncps::Session& session) {
   std::vector<float> x(static_cast<std::size_t>(config.batch_size) * asyncps::nn::kImagePixels);
   std::vector<std::uint8_t> y(static_cast<std::size_t>(config.batch_size));
 
-  asyncps::WorkerClient client(session);
+  asyncps::WorkerClient client(session);  // the transport
+  asyncps::StepLoop step_loop(client);     // the mode, the non-finite guard, staleness
+  asyncps::ShadowStore shadow_store(client);  // the chief's EMA, kept on the servers for checkpoints
   client.pull(params);
   std::optional<asyncps::MovingAverage> ema;
   if (chief) {  // a restarted job continues the average the checkpoint holds
     ema.emplace(params, config.moving_average_decay);
-    if (client.load_shadow(ema->shadow())) std::printf("the chief continues the EMA from the checkpoint\n");
+    if (shadow_store.load(ema->shadow())) std::printf("the chief continues the EMA from the checkpoint\n");
   }
   if (talk)
     std::printf("worker %d of %d: %s backend, %zu training examples, batch %d, %d server(s)\n", roles.worker_index(),
@@ -167,7 +169,7 @@ int run_worker(const Config& config, asyncps::Session& session) {
   for (;;) {
     const auto t_step = Clock::now();
     batcher.next(x, y);
-    const auto begun = client.begin_step(params, config.training_steps);  // waits as --mode says, pulls
+    const auto begun = step_loop.begin_step(params, config.training_steps);  // waits as --mode says, pulls
     if (!begun) break;
     if (ema) ema->apply(params, begun->global_step);  // the chief's shadow follows the shared model
     lr = asyncps::exponential_decay(config.learning_rate, config.learning_rate_decay, begun->global_step, decay_steps);
@@ -176,7 +178,7 @@ int run_worker(const Config& config, asyncps::Session& session) {
     add_l2(session.layout(), config.l2, params, grad);
     if (straggler) std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(config.straggler_ms));
     compute_seconds += since(t_compute);
-    const asyncps::StepEnd landed = client.end_step(grad, static_cast<float>(-lr));
+    const asyncps::StepEnd landed = step_loop.end_step(grad, static_cast<float>(-lr));
     if (landed.nonfinite) {
       const auto seen = client.stats().nonfinite;
       if (seen <= 5 || config.halt_on_nonfinite)
@@ -184,13 +186,13 @@ int run_worker(const Config& config, asyncps::Session& session) {
                      roles.worker_index(), static_cast<long long>(begun->global_step), static_cast<double>(loss),
                      config.halt_on_nonfinite ? "halting the job (--halt_on_nonfinite)" : "skipped",
                      seen == 5 && !config.halt_on_nonfinite ? " (further ones are only counted)" : "");
-      if (config.halt_on_nonfinite) client.request_halt();
+      if (config.halt_on_nonfinite) step_loop.request_halt();
       continue;
     }
     if (!landed) break;  // the other workers took the last steps
     global_step = landed.global_step;
     ++local_step;
-    if (ema && local_step % config.log_every == 0) client.store_shadow(ema->shadow());  // checkpoints hold it
+    if (ema && local_step % config.log_every == 0) shadow_store.store(ema->shadow());  // checkpoints hold it
     if (talk && local_step % config.log_every == 0) {
       std::printf("After %lld training steps (%lld global steps), loss on training batch is %g. (%.3f sec/batch)\n",
                   static_cast<long long>(local_step), static_cast<long long>(global_step), static_cast<double>(loss),
@@ -199,7 +201,7 @@ int run_worker(const Config& config, asyncps::Session& session) {
     }
     if (metrics && since(last_summary) >= config.save_summaries_secs) {
       const double wall = since(start);
-      const auto& tau = client.staleness();
+      const auto& tau = step_loop.staleness();
       metrics->write({{"global_step", static_cast<double>(global_step)}, {"local_step", static_cast<double>(local_step)},
                       {"loss", loss}, {"learning_rate", lr}, {"wall_seconds", wall},
                       {"samples_per_sec", static_cast<double>((global_step - first_step) * config.batch_size) / wall},
@@ -211,7 +213,7 @@ int run_worker(const Config& config, asyncps::Session& session) {
     std::printf("nothing to train: the global step had already reached --training_steps %lld (resumed from a "
                 "checkpoint? raise --training_steps to continue, or pass --no_restore)\n",
                 static_cast<long long>(config.training_steps));
-  if (ema) client.store_shadow(ema->shadow());
+  if (ema) shadow_store.store(ema->shadow());
   client.drain();  // every worker is done: the arena is final
   const double wall = since(start);
   const auto& st = client.stats();
@@ -242,7 +244,7 @@ int run_worker(const Config& config, asyncps::Session& session) {
   }
   client.finish();
   if (chief) {
-    const auto& tau = client.job_staleness();
+    const auto& tau = step_loop.job_staleness();
     std::printf("Staleness over %llu updates (%s): mean %.2f, p50 %lld, p99 %lld, max %lld; the chief waited %.3f s for "
                 "other workers\n",
                 static_cast<unsigned long long>(tau.count()), config.mode.c_str(), tau.mean(),
@@ -261,9 +263,9 @@ int run_worker(const Config& config, asyncps::Session& session) {
       std::printf("exported the parameters to %s (EMA in %s/ema)\n", config.export_dir.c_str(), config.export_dir.c_str());
     }
   }
-  if (client.halted()) {
+  if (step_loop.halted()) {
     if (chief) std::printf("halted by a worker at global step %lld (--halt_on_nonfinite)\n",
-                           static_cast<long long>(client.final_step()));
+                           static_cast<long long>(step_loop.final_step()));
     return 3;
   }
   return 0;

@@ -8,6 +8,8 @@
 #include "asyncps/roles.h"
 #include "asyncps/schedule.h"
 #include "asyncps/session.h"
+#include "asyncps/shadow_store.h"
 #include "asyncps/staleness.h"
+#include "asyncps/step_loop.h"
 #include "asyncps/version.h"
 #include "asyncps/worker_client.h"

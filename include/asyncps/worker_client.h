@@ -1,5 +1,5 @@
 // defines: asyncps::WorkerClient, asyncps::Ticket, asyncps::WorkerStats
-// The worker side: reads and updates the arena on the servers without the servers taking part
+// The worker's transport: reads and updates the arena on the servers without the servers taking part
 // (MPI-3 passive target, one MPI_Win_lock_all epoch for the worker's life, MPI_Win_flush per
 // operation). Nobody locks exclusively: this is Hogwild. Accumulate is atomic per element, so
 // no update is ever lost.
@@ -13,6 +13,10 @@
 //     if (w.next_step() >= steps) break;    // global step += 1
 //   }
 //   w.finish();                             // lets ParameterServer::serve() return
+//
+// The training step with modes, the non-finite guard and staleness-scaled rates is a layer on
+// top: asyncps::StepLoop (asyncps/step_loop.h); the chief's EMA kept on the servers is an
+// optional helper, asyncps::ShadowStore (asyncps/shadow_store.h).
 //
 // Request-based variants, in the style of ps-lite, let a push overlap the next compute:
 //   asyncps::Ticket t = w.push_async(grad, -lr);   // grad may be overwritten right away
@@ -40,20 +44,6 @@ struct WorkerStats {
   std::uint64_t dropped = 0;       // end_step updates not applied because the job was complete
                                    // (0 since begin_step claims the step: kept for callers)
   std::uint64_t nonfinite = 0;     // end_step gradients with NaN or Inf, never pushed
-};
-
-// What end_step() did with the update.
-struct StepEnd {
-  bool applied = false;          // the update is in the arena (sync: added to the round)
-  bool nonfinite = false;        // the gradient held NaN or Inf: nothing was pushed
-  std::int64_t global_step = 0;  // where it landed (when applied)
-  explicit operator bool() const noexcept { return applied; }
-};
-
-// What begin_step() hands the model: the parameters were pulled at (about) global_step.
-struct StepStart {
-  std::int64_t global_step = 0;  // use it for the learning-rate schedule
-  std::int64_t clock = 0;        // this worker's completed steps
 };
 
 class WorkerClient {
@@ -84,45 +74,6 @@ class WorkerClient {
   // Atomic read of the global step.
   std::int64_t global_step();
 
-  // The mode-aware training step (Options::mode). Typical loop:
-  //   while (auto s = w.begin_step(params, steps)) {           // waits as the mode says, pulls
-  //     float loss = model.loss_and_grad(params, batch, grad);
-  //     w.end_step(grad, -lr(s->global_step));                   // applies the update
-  //   }
-  // async: no waiting; begin_step claims a global step and pulls in one round trip (one atomic
-  //        on [step, halt, done] beside the pulls); end_step sends scale*grad, completed inside
-  //        the next begin_step. Options::overlap also prefetches the next claim and pull during
-  //        the compute (one step more staleness).
-  // sync:  begin_step waits until the previous round's mean update is applied; end_step adds
-  //        scale*grad/W to the servers' accumulation buffer; the last of the W workers to arrive
-  //        applies the sum to the arena once and moves the global step and version.
-  // ssp:   begin_step waits (sleeping, backing off) while the slowest worker's clock is below
-  //        this worker's clock - staleness, then claims and pulls; end_step is async's plus a
-  //        clock tick.
-  // begin_step returns nothing once the global step has reached `limit` (or a worker halted);
-  // in async/ssp the step it returns is already this worker's, so end_step always lands.
-  std::optional<StepStart> begin_step(std::span<float> params, std::int64_t limit);
-  // A gradient holding NaN or Inf is never pushed (sync: this worker adds nothing to the round);
-  // it is counted in stats().nonfinite and still spends its global step (and SSP clock), so a
-  // job whose gradients all go bad ends on schedule instead of spinning.
-  StepEnd end_step(std::span<const float> grad, float scale);
-
-  // Asks every worker to stop: their next begin_step returns nothing (e.g. --halt_on_nonfinite).
-  void request_halt();
-  // After finish(): whether some worker asked for a halt, and the final global step.
-  bool halted() const noexcept;
-  std::int64_t final_step() const noexcept;
-
-  // The chief's EMA shadow kept on the servers, so checkpoints hold it: store_shadow copies
-  // `shadow` (layout().size() floats) there; load_shadow fills it from there and returns false
-  // if the servers hold none (a fresh job) — a restarted job continues its average.
-  void store_shadow(std::span<const float> shadow);
-  bool load_shadow(std::span<float> shadow);
-
-  // Staleness of this worker's updates; job_staleness(): every worker's, after finish().
-  const StalenessHistogram& staleness() const noexcept;
-  const StalenessHistogram& job_staleness() const noexcept;
-
   // Among workers: completes this worker's operations, marks it done updating and waits
   // (sleeping, not spinning) until every worker is. Afterwards no update is in flight anywhere
   // and pull() returns the final arena (what the chief evaluates). push() is an error after it.
@@ -137,6 +88,8 @@ class WorkerClient {
   int worker_index() const noexcept;
 
  private:
+  friend class StepLoop;     // the step policy on top of this transport (asyncps/step_loop.h)
+  friend class ShadowStore;  // the EMA helper (asyncps/shadow_store.h)
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

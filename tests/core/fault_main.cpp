@@ -75,15 +75,16 @@ int main(int argc, char** argv) {
       });
     } else {
       asyncps::WorkerClient w(session);
+      asyncps::StepLoop steps(w);
       std::vector<float> params(layout.size()), grad(layout.size(), 0.f);
       const std::int64_t limit = where == "pause_after_drain" ? 2000 : 1'000'000'000'000;
-      for (int step = 0; w.begin_step(params, limit); ++step) {
+      for (int step = 0; steps.begin_step(params, limit); ++step) {
         if (me && where == "mid_training" && step == 50) fail_here(where);
         if (me && where == "pause_in_step" && step == 50) std::this_thread::sleep_for(std::chrono::seconds(4));
         if (me && where == "halt_keeps_older" && std::chrono::steady_clock::now() - t0 > std::chrono::seconds(1))
-          w.request_halt();
+          steps.request_halt();
         if (where == "halt_keeps_older") std::this_thread::sleep_for(std::chrono::milliseconds(1));
-        w.end_step(grad, -0.1f);
+        steps.end_step(grad, -0.1f);
       }
       w.drain();
       if (me && where == "pause_after_drain") std::this_thread::sleep_for(std::chrono::seconds(4));

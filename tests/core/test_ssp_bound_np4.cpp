@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "asyncps/parameter_server.h"
+#include "asyncps/step_loop.h"
 #include "asyncps/worker_client.h"
 
 using namespace asyncps;
@@ -46,6 +47,7 @@ TEST_CASE("ssp: the clock gap never exceeds the staleness bound", "[mpi][ssp]") 
     return;
   }
   WorkerClient client(session);
+  StepLoop steps(client);
   const int num_workers = session.roles().num_workers();
   const bool slow = client.worker_index() == num_workers - 1;
   std::vector<float> params(256), grad(256, 1.f);
@@ -57,7 +59,7 @@ TEST_CASE("ssp: the clock gap never exceeds the staleness bound", "[mpi][ssp]") 
   long long* begin_t = begin_clock + kSteps;
   long long* end_t = begin_t + kSteps;
   long long begins = 0, ends = 0;
-  while (auto begun = client.begin_step(params, kSteps)) {
+  while (auto begun = steps.begin_step(params, kSteps)) {
     const long long t = now_ns();
     if (begins == kSteps) {  // (CHECK, not REQUIRE: this rank must still reach the collectives)
       FAIL_CHECK("more than " << kSteps << " steps begun by one worker");
@@ -68,7 +70,7 @@ TEST_CASE("ssp: the clock gap never exceeds the staleness bound", "[mpi][ssp]") 
     CHECK(begun->clock == ends);  // the clock it reports is its own completed steps
     if (slow) std::this_thread::sleep_for(std::chrono::milliseconds(2));
     end_t[ends++] = now_ns();  // before end_step: its clock tick is sent inside
-    CHECK(client.end_step(grad, -0.001f).applied);
+    CHECK(steps.end_step(grad, -0.001f).applied);
   }
   rec[0] = begins;
   rec[1] = ends;

@@ -13,6 +13,7 @@
 #include <span>
 
 #include "asyncps/parameter_server.h"
+#include "asyncps/step_loop.h"
 #include "asyncps/worker_client.h"
 #include "test_helpers.h"
 
@@ -65,22 +66,23 @@ void run(bool overlap) {
     return;
   }
   WorkerClient w(session);
+  StepLoop steps(w);
   std::vector<float> params(arena), grad(arena);
   for (std::size_t i = 0; i < arena; ++i) grad[i] = increment(roles.worker_index(), i);
   long long applied = 0;
-  while (auto s = w.begin_step(params, limit)) {
+  while (auto s = steps.begin_step(params, limit)) {
     CHECK(s->global_step < limit);
-    const StepEnd e = w.end_step(grad, 1.0f);
+    const StepEnd e = steps.end_step(grad, 1.0f);
     CHECK(e.applied);
     CHECK(e.global_step == s->global_step + 1);
     ++applied;
   }
   w.finish();
-  CHECK(w.final_step() == limit);
+  CHECK(steps.final_step() == limit);
   CHECK(w.stats().dropped == 0);
   (void)test::gather_to_all({applied});
   if (roles.is_chief()) {
-    const StalenessHistogram& tau = w.job_staleness();
+    const StalenessHistogram& tau = steps.job_staleness();
     CHECK(tau.count() == static_cast<std::uint64_t>(limit));  // every update recorded once
     if (roles.num_workers() == 1) {  // the only updates in between are this worker's own
       CHECK(tau.max() == (overlap ? 1 : 0));
@@ -117,20 +119,21 @@ TEST_CASE("an update whose scale * grad overflows float is never pushed", "[mpi]
     return;
   }
   WorkerClient w(session);
+  StepLoop steps(w);
   std::vector<float> params(arena), grad(arena, 1e30f);  // finite; times 1e10 it is +inf in float
-  std::uint64_t steps = 0;
+  std::uint64_t taken = 0;
   std::size_t pulled_nonfinite = 0;
-  while (auto s = w.begin_step(params, limit)) {
+  while (auto s = steps.begin_step(params, limit)) {
     pulled_nonfinite += count_nonfinite(params);
-    const StepEnd e = w.end_step(grad, 1e10f);
+    const StepEnd e = steps.end_step(grad, 1e10f);
     CHECK(e.nonfinite);
     CHECK_FALSE(e.applied);
-    ++steps;
+    ++taken;
   }
   CHECK(pulled_nonfinite + final_arena_nonfinite(w, params) == 0);  // every pull saw a finite arena
-  CHECK(w.stats().nonfinite == steps);
+  CHECK(w.stats().nonfinite == taken);
   CHECK(w.stats().pushes == 0);
-  CHECK(w.final_step() == limit);
+  CHECK(steps.final_step() == limit);
 }
 
 // NaN, +Inf and -Inf gradients among finite ones, every worker: each non-finite one is rejected
@@ -170,6 +173,7 @@ TEST_CASE("non-finite gradients among finite ones are rejected whole and the are
     return;
   }
   WorkerClient w(session);
+  StepLoop steps(w);
   const int me = roles.worker_index();
   std::vector<float> params(arena), finite(arena);
   for (std::size_t i = 0; i < arena; ++i) finite[i] = increment(me, i);
@@ -181,17 +185,17 @@ TEST_CASE("non-finite gradients among finite ones are rejected whole and the are
   const std::vector<float>* kinds[4] = {&finite, &with_nan, &with_inf, &with_minus_inf};
   long long applied = 0, rejected = 0, k = 0;
   std::size_t pulled_nonfinite = 0;
-  while (auto s = w.begin_step(params, limit)) {
+  while (auto s = steps.begin_step(params, limit)) {
     pulled_nonfinite += count_nonfinite(params);
     const bool bad = k % 4 != 0;
-    const StepEnd e = w.end_step(*kinds[k % 4], 1.0f);
+    const StepEnd e = steps.end_step(*kinds[k % 4], 1.0f);
     CHECK(e.nonfinite == bad);
     CHECK(e.applied == !bad);
     (bad ? rejected : applied) += 1;
     ++k;
   }
   CHECK(pulled_nonfinite + final_arena_nonfinite(w, params) == 0);  // every pull saw a finite arena
-  CHECK(w.final_step() == limit);
+  CHECK(steps.final_step() == limit);
   CHECK(w.stats().nonfinite == static_cast<std::uint64_t>(rejected));
   CHECK(w.stats().pushes == static_cast<std::uint64_t>(applied));
   (void)test::gather_to_all({applied, rejected});

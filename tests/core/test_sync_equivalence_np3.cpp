@@ -13,6 +13,7 @@
 #include <mpi.h>
 
 #include "asyncps/parameter_server.h"
+#include "asyncps/step_loop.h"
 #include "asyncps/worker_client.h"
 #include "nn/mnist_cnn.h"
 #include "nn/mnist_cnn_layout.h"
@@ -54,6 +55,7 @@ TEST_CASE("sync: each round applies exactly the mean of the 2 workers' updates, 
     return;
   }
   WorkerClient client(session);
+  StepLoop steps(client);
   auto backend = nn::make_cpu_backend(2 * kB);
   std::vector<float> params(n), grad(n);
   // this worker's record, round by round: the parameters begin_step pulled, and the update it
@@ -62,7 +64,7 @@ TEST_CASE("sync: each round applies exactly the mean of the 2 workers' updates, 
   const float share = -kLr / static_cast<float>(kW);
   std::vector<float> pulled(static_cast<std::size_t>(kRounds) * n), pushed(static_cast<std::size_t>(kRounds) * n);
   int rounds = 0;
-  while (auto begun = client.begin_step(params, kRounds)) {
+  while (auto begun = steps.begin_step(params, kRounds)) {
     if (rounds == kRounds) {  // (CHECK, not REQUIRE: this rank must still reach the collectives)
       FAIL_CHECK("more than " << kRounds << " rounds");
       break;
@@ -72,7 +74,7 @@ TEST_CASE("sync: each round applies exactly the mean of the 2 workers' updates, 
     const auto [x, y] = slice(static_cast<std::size_t>(begun->global_step * 2 * kB + client.worker_index() * kB), kB);
     backend->loss_and_grad(params, x, y, grad);
     for (std::size_t i = 0; i < n; ++i) pushed[rounds * n + i] = share * grad[i];
-    CHECK(client.end_step(grad, -kLr).applied);
+    CHECK(steps.end_step(grad, -kLr).applied);
     ++rounds;
   }
   CHECK(rounds == kRounds);  // every worker took part in every round
