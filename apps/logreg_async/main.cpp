@@ -89,7 +89,7 @@ bool work(asyncps::Session& session, const logreg::SoftmaxRegression& model, con
     for (auto& i : batch) i = rng.below(data.train.size());
     const double loss = model.loss_and_grad(params, data.train, batch, grad);
     // lr decays continuously to half its value over the run
-    const double lr = asyncps::exponential_decay(cfg.learning_rate, 0.5, step, static_cast<double>(cfg.steps));
+    const double lr = cfg.learning_rate * std::pow(0.5, static_cast<double>(step) / static_cast<double>(cfg.steps));
     steps.end_step(grad, static_cast<float>(-lr));
     if (roles.is_chief() && ++mine % cfg.log_every == 0)
       std::printf("After %lld training steps (%lld global steps), loss on training batch is %.4f (lr %.4f)\n",

@@ -21,6 +21,7 @@
 #include "device.h"
 #include "nn/mnist_cnn.h"
 #include "nn/mnist_cnn_layout.h"
+#include "schedule.h"
 
 namespace mnist_async {
 
@@ -148,7 +149,7 @@ int run_worker(const Config& config, asyncps::Session& session) {
   asyncps::StepLoop step_loop(client);     // the mode, the non-finite guard, staleness
   asyncps::ShadowStore shadow_store(client);  // the chief's EMA, kept on the servers for checkpoints
   client.pull(params);
-  std::optional<asyncps::MovingAverage> ema;
+  std::optional<MovingAverage> ema;
   if (chief) {  // a restarted job continues the average the checkpoint holds
     ema.emplace(params, config.moving_average_decay);
     if (shadow_store.load(ema->shadow())) std::printf("the chief continues the EMA from the checkpoint\n");
@@ -172,7 +173,7 @@ int run_worker(const Config& config, asyncps::Session& session) {
     const auto begun = step_loop.begin_step(params, config.training_steps);  // waits as --mode says, pulls
     if (!begun) break;
     if (ema) ema->apply(params, begun->global_step);  // the chief's shadow follows the shared model
-    lr = asyncps::exponential_decay(config.learning_rate, config.learning_rate_decay, begun->global_step, decay_steps);
+    lr = exponential_decay(config.learning_rate, config.learning_rate_decay, begun->global_step, decay_steps);
     const auto t_compute = Clock::now();
     loss = backend->loss_and_grad(params, x, y, grad);
     add_l2(session.layout(), config.l2, params, grad);

@@ -6,7 +6,6 @@
 #include "asyncps/param_layout.h"
 #include "asyncps/parameter_server.h"
 #include "asyncps/roles.h"
-#include "asyncps/schedule.h"
 #include "asyncps/session.h"
 #include "asyncps/shadow_store.h"
 #include "asyncps/staleness.h"

@@ -1,12 +1,12 @@
 // defines: exponential_decay, MovingAverage
-#include "asyncps/schedule.h"
+#include "schedule.h"
 
 #include <algorithm>
 #include <cmath>
 
 #include "asyncps/error.h"
 
-namespace asyncps {
+namespace mnist_async {
 
 double exponential_decay(double base, double rate, std::int64_t step, double decay_steps) {
   // lr = base * rate^(step / decay_steps)
@@ -22,10 +22,10 @@ double MovingAverage::decay_at(double decay, std::int64_t n) {
 }
 
 void MovingAverage::apply(std::span<const float> values, std::int64_t num_updates) {
-  if (values.size() != shadow_.size()) throw Error("MovingAverage::apply: size differs from the shadow");
+  if (values.size() != shadow_.size()) throw asyncps::Error("MovingAverage::apply: size differs from the shadow");
   const float one_minus_d = static_cast<float>(1.0 - decay_at(decay_, num_updates));
   // shadow -= (1 - d) * (shadow - value)
   for (std::size_t i = 0; i < shadow_.size(); ++i) shadow_[i] -= one_minus_d * (shadow_[i] - values[i]);
 }
 
-}  // namespace asyncps
+}  // namespace mnist_async

@@ -5,9 +5,9 @@
 #include <cmath>
 #include <vector>
 
-#include "asyncps/schedule.h"
+#include "schedule.h"
 
-using namespace asyncps;
+using namespace mnist_async;
 
 TEST_CASE("learning rate is 0.01 * 0.99^(step / (60000/128)), not staircase", "[schedule]") {
   const double steps_per_epoch = 60000.0 / 128;

@@ -1,15 +1,17 @@
-// defines: asyncps::exponential_decay, asyncps::MovingAverage
-// The schedules of the TF1 recipe, as functions of the global step.
+// defines: mnist_async::exponential_decay, mnist_async::MovingAverage
+// The schedules of the TF1 recipe, as functions of the global step: the app's, not the
+// library's (libasyncps moves parameters; what a model does with its learning rate and its
+// average is the model's).
 //
-//   float lr = asyncps::exponential_decay(0.01f, 0.99f, global_step, 60000.0 / 128);
-//   asyncps::MovingAverage ema(initial_params, 0.99f);
+//   float lr = mnist_async::exponential_decay(0.01f, 0.99f, global_step, 60000.0 / 128);
+//   mnist_async::MovingAverage ema(initial_params, 0.99f);
 //   ema.apply(params, global_step);      // shadow -= (1 - d) * (shadow - params)
 #pragma once
 #include <cstdint>
 #include <span>
 #include <vector>
 
-namespace asyncps {
+namespace mnist_async {
 
 // base * rate^(step / decay_steps), continuous (TF's exponential_decay with staircase=False).
 double exponential_decay(double base, double rate, std::int64_t step, double decay_steps);
@@ -31,4 +33,4 @@ class MovingAverage {
   double decay_;
 };
 
-}  // namespace asyncps
+}  // namespace mnist_async
