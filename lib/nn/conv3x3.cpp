@@ -25,6 +25,21 @@ typedef int v8i __attribute__((vector_size(32)));
 constexpr int kMaxPad = 4096;  // floats of padded input per sample the fast paths accept
 
 // Copies sample x (H,W,C) into the interior of xpad (H+2,W+2,C) whose border is already zero.
+// Calls f(t, xo) for each of the 9 taps t = kh*3+kw of output position (b, h, q) whose input
+// (h+kh-1, q+kw-1) lies inside the H x W image; xo is that input's offset in x (B,H,W,C).
+template <class F>
+inline void for_each_tap(int b, int h, int q, int H, int W, int C, F&& f) {
+  for (int kh = 0; kh < 3; ++kh) {
+    const int ih = h + kh - 1;
+    if (ih < 0 || ih >= H) continue;
+    for (int kw = 0; kw < 3; ++kw) {
+      const int iw = q + kw - 1;
+      if (iw < 0 || iw >= W) continue;
+      f(kh * 3 + kw, ((static_cast<long>(b) * H + ih) * W + iw) * C);
+    }
+  }
+}
+
 inline void pad_copy(const float* x, float* xpad, int H, int W, int C) {
   const int Wp = W + 2;
   for (int h = 0; h < H; ++h)
@@ -105,25 +120,18 @@ void backward_generic(const float* x, const float* w, const float* dout, float* 
       for (int q = 0; q < W; ++q) {
         const float* g = dout + ((static_cast<long>(b) * H + h) * W + q) * CO;  // g is (CO)
         for (int co = 0; co < CO; ++co) db[co] += g[co];                        // db += g
-        for (int kh = 0; kh < 3; ++kh) {
-          const int ih = h + kh - 1;
-          if (ih < 0 || ih >= H) continue;
-          for (int kw = 0; kw < 3; ++kw) {
-            const int iw = q + kw - 1;
-            if (iw < 0 || iw >= W) continue;
-            const long xo = ((static_cast<long>(b) * H + ih) * W + iw) * CI;
-            const float* wp = w + (kh * 3 + kw) * CI * CO;  // wp is (CI,CO)
-            float* dwp = dw + (kh * 3 + kw) * CI * CO;      // dwp is (CI,CO)
-            for (int ci = 0; ci < CI; ++ci) {
-              float s = 0.0f;
-              for (int co = 0; co < CO; ++co) {
-                dwp[ci * CO + co] += x[xo + ci] * g[co];  // dw[t,ci,co] += x[ci] g[co]
-                s += wp[ci * CO + co] * g[co];            // dx[ci] += sum_co w[t,ci,co] g[co]
-              }
-              if (dx) dx[xo + ci] += s;
+        for_each_tap(b, h, q, H, W, CI, [&](int t, long xo) {
+          const float* wp = w + t * CI * CO;  // wp is (CI,CO)
+          float* dwp = dw + t * CI * CO;      // dwp is (CI,CO)
+          for (int ci = 0; ci < CI; ++ci) {
+            float s = 0.0f;
+            for (int co = 0; co < CO; ++co) {
+              dwp[ci * CO + co] += x[xo + ci] * g[co];  // dw[t,ci,co] += x[ci] g[co]
+              s += wp[ci * CO + co] * g[co];            // dx[ci] += sum_co w[t,ci,co] g[co]
             }
+            if (dx) dx[xo + ci] += s;
           }
-        }
+        });
       }
 }
 
@@ -144,20 +152,12 @@ void backward_pooled_generic(const float* x, const float* w, const std::int32_t*
       const int a = pool_idx[b * P + p];    // a = (h*W+w)*CO+co
       const int co = a % CO, s = a / CO, h = s / W, q = s % W;
       db[co] += g;
-      for (int kh = 0; kh < 3; ++kh) {
-        const int ih = h + kh - 1;
-        if (ih < 0 || ih >= H) continue;
-        for (int kw = 0; kw < 3; ++kw) {
-          const int iw = q + kw - 1;
-          if (iw < 0 || iw >= W) continue;
-          const long xo = ((static_cast<long>(b) * H + ih) * W + iw) * CI;
-          const int t = kh * 3 + kw;
-          for (int ci = 0; ci < CI; ++ci) {
-            dw[(t * CI + ci) * CO + co] += x[xo + ci] * g;             // dw[t,ci,co] += x g
-            if (dx) dx[xo + ci] += w[(t * CI + ci) * CO + co] * g;     // dx[ci] += w[t,ci,co] g
-          }
+      for_each_tap(b, h, q, H, W, CI, [&](int t, long xo) {
+        for (int ci = 0; ci < CI; ++ci) {
+          dw[(t * CI + ci) * CO + co] += x[xo + ci] * g;          // dw[t,ci,co] += x g
+          if (dx) dx[xo + ci] += w[(t * CI + ci) * CO + co] * g;  // dx[ci] += w[t,ci,co] g
         }
-      }
+      });
     }
 }
 
