@@ -55,6 +55,7 @@ int main(int argc, char** argv) {
     options.mode = choice(config->mode, {{"sync", asyncps::Mode::Sync}, {"ssp", asyncps::Mode::Ssp}}, asyncps::Mode::Async);
     options.staleness = config->staleness;
     options.staleness_lr = config->staleness_lr;
+    options.dc_lambda = config->dc_lambda;
     options.overlap = config->overlap;
     options.pull = choice(config->pull, {{"get", asyncps::PullMethod::Get}}, asyncps::PullMethod::GetAccumulate);
     options.checkpoint.dir = config->logdir;

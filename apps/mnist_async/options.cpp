@@ -70,6 +70,13 @@ void validate(const Config& c) {
   require(c.server_poll_us >= -1 && c.server_poll_us <= 1000000,
           "--server_poll_us must be -1 (auto) or in [0, 1000000], got " + std::to_string(c.server_poll_us));
   require(!c.logdir.empty(), "--logdir must not be empty");
+  require(std::isfinite(c.dc_lambda) && c.dc_lambda >= 0 && c.dc_lambda <= 1e6,
+          "--dc_lambda must be in [0, 1e6], got " + show(c.dc_lambda));
+  require(c.dc_lambda == 0 || c.mode != "sync", "--dc_lambda is for --mode async and ssp (sync has no delay)");
+  require(c.optimizer == "sgd" || c.optimizer == "momentum",
+          "--optimizer must be sgd or momentum, got '" + c.optimizer + "'");
+  require(std::isfinite(c.momentum) && c.momentum >= 0 && c.momentum < 1,
+          "--momentum must be in [0, 1), got " + show(c.momentum));
   require(std::isfinite(c.stall_timeout) && c.stall_timeout >= 0 && c.stall_timeout <= 1e6,
           "--stall_timeout must be in [0, 1e6] seconds (0: off), got " + show(c.stall_timeout));
   require(std::isfinite(c.save_secs) && c.save_secs >= 0 && c.save_secs <= 1e9,
@@ -91,6 +98,7 @@ std::string with_flag_names(std::string_view library_message) {
        "the same --logdir, --save_secs, --keep_checkpoints, --restart_from and --no_restore"},
       {"Options::num_servers", "--ps"},
       {"Options::staleness_lr", "--staleness_lr"},
+      {"Options::dc_lambda", "--dc_lambda"},
       {"Options::staleness", "--staleness"},
       {"Options::mode", "--mode"},
       {"Options::stall_timeout", "--stall_timeout"},
@@ -134,6 +142,12 @@ std::optional<Config> parse_config(int argc, char** argv, bool print_help) {
      "ssp (async, but no worker runs more than --staleness steps ahead of the slowest)")
     ("staleness", po::value(&c.staleness)->default_value(c.staleness), "ssp: the bound s on the clock gap")
     ("staleness_lr", po::bool_switch(&c.staleness_lr), "scale each update by 1/max(1, staleness) (Zhang et al. 2016)")
+    ("dc_lambda", po::value(&c.dc_lambda)->default_value(c.dc_lambda),
+     "async/ssp: delay-compensated updates (DC-ASGD, Zheng et al. 2017): push g + lambda*g*g*(w_now - w_read), "
+     "one more read of the arena per step (0: off)")
+    ("optimizer", po::value(&c.optimizer)->default_value(c.optimizer),
+     "sgd (the tutorial's) | momentum (heavy ball, kept on the worker: it pushes its velocity)")
+    ("momentum", po::value(&c.momentum)->default_value(c.momentum), "--optimizer momentum: mu in [0, 1)")
     ("straggler_ms", po::value(&c.straggler_ms)->default_value(c.straggler_ms),
      "experiments: the last worker sleeps this many ms every step")
     ("save_secs", po::value(&c.save_secs)->default_value(c.save_secs),

@@ -29,6 +29,9 @@ struct Config {
   std::string mode = "async";
   int staleness = 0;
   bool staleness_lr = false;
+  float dc_lambda = 0;            // DC-ASGD's lambda (0: plain async)
+  std::string optimizer = "sgd";  // sgd | momentum (kept on the worker)
+  double momentum = 0.9;
   double straggler_ms = 0;
   double save_secs = 60;
   double stall_timeout = 60;  // seconds a rank may go without progress before the job ends (0: off)

@@ -21,6 +21,7 @@
 #include "device.h"
 #include "nn/mnist_cnn.h"
 #include "nn/mnist_cnn_layout.h"
+#include "momentum.h"
 #include "schedule.h"
 
 namespace mnist_async {
@@ -150,6 +151,8 @@ int run_worker(const Config& config, asyncps::Session& session) {
   asyncps::ShadowStore shadow_store(client);  // the chief's EMA, kept on the servers for checkpoints
   client.pull(params);
   std::optional<MovingAverage> ema;
+  std::optional<Momentum> momentum;
+  if (config.optimizer == "momentum") momentum.emplace(session.layout().size(), config.momentum);
   if (chief) {  // a restarted job continues the average the checkpoint holds
     ema.emplace(params, config.moving_average_decay);
     if (shadow_store.load(ema->shadow())) std::printf("the chief continues the EMA from the checkpoint\n");
@@ -179,7 +182,10 @@ int run_worker(const Config& config, asyncps::Session& session) {
     add_l2(session.layout(), config.l2, params, grad);
     if (straggler) std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(config.straggler_ms));
     compute_seconds += since(t_compute);
-    const asyncps::StepEnd landed = step_loop.end_step(grad, static_cast<float>(-lr));
+    // momentum: push the velocity mu*v + g (kept only if the push lands)
+    const asyncps::StepEnd landed =
+        step_loop.end_step(momentum ? momentum->propose(grad) : std::span<const float>(grad), static_cast<float>(-lr));
+    if (momentum && landed.applied) momentum->commit();
     if (landed.nonfinite) {
       const auto seen = client.stats().nonfinite;
       if (seen <= 5 || config.halt_on_nonfinite)

@@ -45,6 +45,9 @@ struct Options {
   Mode mode = Mode::Async;
   int staleness = 0;              // SSP bound s (Mode::Ssp only)
   bool staleness_lr = false;      // scale each async/ssp update by 1/max(1, tau) (Zhang et al., IJCAI 2016)
+  // Delay-compensated updates (DC-ASGD, Zheng et al., ICML 2017), async/ssp: end_step reads the
+  // arena again and pushes g + dc_lambda * g*g*(w_now - w_read) instead of g. 0: off.
+  float dc_lambda = 0;
   // async: the next step's claim and pull are prefetched during this compute and the push flies
   // during the next one (one step more staleness); ssp: only the push is deferred
   bool overlap = false;

@@ -34,14 +34,16 @@ std::uint64_t checkpoint_hash(const CheckpointOptions& c) {
   return h;
 }
 
-std::array<std::uint64_t, 12> fingerprint(const ParamLayout& layout, const Options& o) {
+std::array<std::uint64_t, 13> fingerprint(const ParamLayout& layout, const Options& o) {
   std::uint64_t stall = 0;
   std::memcpy(&stall, &o.stall_timeout, sizeof stall);
+  std::uint32_t dc = 0;
+  std::memcpy(&dc, &o.dc_lambda, sizeof dc);
   return {layout.hash(), layout.size(), static_cast<std::uint64_t>(o.num_servers),
           static_cast<std::uint64_t>(o.pull), o.chunk_bytes, static_cast<std::uint64_t>(o.mode),
           static_cast<std::uint64_t>(o.staleness), static_cast<std::uint64_t>(o.staleness_lr),
           static_cast<std::uint64_t>(o.overlap), static_cast<std::uint64_t>(!o.timeline.empty()),
-          checkpoint_hash(o.checkpoint), stall};
+          checkpoint_hash(o.checkpoint), stall, dc};
 }
 
 bool pt2pt_forced() {  // pt2pt chosen by the user on one node (`--mca osc pt2pt`) needs the target as much as TCP does
@@ -75,8 +77,8 @@ void check_same_everywhere(MPI_Comm comm, const ParamLayout& layout, const Optio
           << " floats); every rank must build the same model";
     } else if (f[2] != f0[2]) {
       msg << "number of servers differs between ranks: rank " << r << " has " << f[2] << ", rank 0 has " << f0[2];
-    } else if (f[5] != f0[5] || f[6] != f0[6] || f[7] != f0[7]) {
-      msg << "synchronisation mode differs between ranks (rank " << r << " vs rank 0): every rank must be given the same Options::mode, Options::staleness and Options::staleness_lr";
+    } else if (f[5] != f0[5] || f[6] != f0[6] || f[7] != f0[7] || f[12] != f0[12]) {
+      msg << "synchronisation mode differs between ranks (rank " << r << " vs rank 0): every rank must be given the same Options::mode, Options::staleness, Options::staleness_lr and Options::dc_lambda";
     } else if (f[10] != f0[10]) {
       msg << "checkpoint options differ between ranks (rank " << r
           << " vs rank 0): every rank must be given the same checkpoint directory, save interval, "
@@ -119,6 +121,10 @@ Session::Session(MPI_Comm comm, ParamLayout layout, Options options)
     single_node_ = node_size == size;
     node_ranks_ = node_size;
     if (options_.chunk_bytes < sizeof(float)) throw ConfigError("chunk size must be at least 4 bytes");
+    if (!(options_.dc_lambda >= 0 && options_.dc_lambda <= 1e6))
+      throw ConfigError("Options::dc_lambda must be in [0, 1e6], got " + std::to_string(options_.dc_lambda));
+    if (options_.dc_lambda > 0 && options_.mode == Mode::Sync)
+      throw ConfigError("Options::dc_lambda is for async and ssp: sync mode has no delay to compensate");
     if (!(options_.stall_timeout >= 0 && options_.stall_timeout <= 1e6))
       throw ConfigError("stall timeout must be in [0, 1000000] seconds (0: off)");
     // every rank's host, for messages that name a rank (a stall, a restore failure)

@@ -57,6 +57,7 @@ std::optional<StepStart> StepLoop::begin_step(std::span<float> params, std::int6
     m.finish_claim(m.step_requests);
   }
   m.complete_push();  // (usually long complete: it left before the claim and pull)
+  if (m.options().dc_lambda > 0) m.dc_read.assign(params.begin(), params.end());  // w_read
   const std::int64_t before = got[0], halt = got[1];
   m.liveness.saw_server0(got[3]);
   m.resolve(before);
@@ -122,6 +123,17 @@ StepEnd StepLoop::end_step(std::span<const float> grad, float scale) {
   if (m.options().staleness_lr) {  // needs tau now: one read of the steps claimed since ours
     tau = std::max<std::int64_t>(0, m.fetch_and_add(detail::ctrl::kGlobalStep, 0, MPI_NO_OP) - out.global_step);
     scale /= static_cast<float>(std::max<std::int64_t>(1, tau));
+  }
+  if (m.options().dc_lambda > 0) {  // g + lambda * g*g*(w_now - w_read): one more read of the arena
+    const auto t_dc = Clock::now();
+    m.dc_now.resize(m.arena());
+    m.dc_grad.resize(m.arena());
+    m.order_pull_after_push();
+    worker_.pull(m.dc_now);
+    detail::dc_correct(m.dc_grad.data(), grad.data(), m.dc_now.data(), m.dc_read.data(), m.arena(),
+                       m.options().dc_lambda);
+    grad = m.dc_grad;
+    m.timeline.span("dc read", t_dc, Clock::now());
   }
   out.nonfinite = !m.stage(grad, scale);  // NaN or Inf in what would be pushed: nothing is
   if (out.nonfinite) {

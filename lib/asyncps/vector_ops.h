@@ -12,6 +12,9 @@ namespace asyncps::detail {
 // out[i] = scale * in[i] for i in [0, n)   (out and in may not overlap)
 void scale_into(float* out, const float* in, std::size_t n, float scale) noexcept;
 
+// DC-ASGD's compensated gradient: out[i] = g[i] + lambda * g[i]^2 * (now[i] - read[i]).
+void dc_correct(float* out, const float* g, const float* now, const float* read, std::size_t n, float lambda) noexcept;
+
 // True when no element of v[0, n) is NaN or Inf.
 bool all_finite(const float* v, std::size_t n) noexcept;
 

@@ -86,6 +86,9 @@ struct WorkerClient::Impl {
   bool shadow_stored = false;
 
   detail::Liveness liveness;
+  // DC-ASGD (Options::dc_lambda > 0): the parameters the gradient was computed at, the arena
+  // read again before the push, and the compensated gradient
+  std::vector<float> dc_read, dc_now, dc_grad;
   detail::Timeline timeline;
   Clock::time_point compute_since{};
   bool computing = false;

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <vector>
 
+#include "momentum.h"
 #include "schedule.h"
 
 using namespace mnist_async;
@@ -38,4 +39,21 @@ TEST_CASE("EMA shadow starts at the initial values and moves by (1-d) toward the
   CHECK(ema.shadow()[1] == Approx(0.1 * -2 + 0.9 * 2));
   ema.apply(v, 1000);  // d = 0.99
   CHECK(ema.shadow()[0] == Approx(0.99 * (0.1 * 1 + 0.9 * 3) + 0.01 * 3));
+}
+
+TEST_CASE("momentum pushes mu*v + g: the velocity follows a hand-computed sequence; a rejected push leaves it",
+          "[momentum]") {
+  mnist_async::Momentum m(2, 0.5);
+  const std::vector<float> g1 = {1.0f, -2.0f}, g2 = {0.5f, 0.0f}, g3 = {2.0f, 4.0f};
+  auto v = m.propose(g1);  // 0.5*0 + g1
+  CHECK(std::vector<float>(v.begin(), v.end()) == std::vector<float>{1.0f, -2.0f});
+  m.commit();
+  v = m.propose(g2);  // 0.5*(1,-2) + (0.5,0) = (1, -1)
+  CHECK(std::vector<float>(v.begin(), v.end()) == std::vector<float>{1.0f, -1.0f});
+  m.commit();
+  (void)m.propose(g3);  // not committed: (a non-finite gradient's push was rejected)
+  v = m.propose(g2);    // from (1,-1): 0.5*(1,-1) + (0.5,0) = (1, -0.5)
+  CHECK(std::vector<float>(v.begin(), v.end()) == std::vector<float>{1.0f, -0.5f});
+  m.commit();
+  CHECK(std::vector<float>(m.velocity().begin(), m.velocity().end()) == std::vector<float>{1.0f, -0.5f});
 }
