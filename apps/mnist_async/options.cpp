@@ -73,6 +73,9 @@ void validate(const Config& c) {
   require(std::isfinite(c.dc_lambda) && c.dc_lambda >= 0 && c.dc_lambda <= 1e6,
           "--dc_lambda must be in [0, 1e6], got " + show(c.dc_lambda));
   require(c.dc_lambda == 0 || c.mode != "sync", "--dc_lambda is for --mode async and ssp (sync has no delay)");
+  require(c.eval_every >= 0, "--eval_every must be >= 0, got " + std::to_string(c.eval_every));
+  require(std::isfinite(c.eval_target) && c.eval_target > 0 && c.eval_target <= 1,
+          "--eval_target must be in (0, 1], got " + show(c.eval_target));
   require(c.optimizer == "sgd" || c.optimizer == "momentum",
           "--optimizer must be sgd or momentum, got '" + c.optimizer + "'");
   require(std::isfinite(c.momentum) && c.momentum >= 0 && c.momentum < 1,
@@ -148,6 +151,11 @@ std::optional<Config> parse_config(int argc, char** argv, bool print_help) {
     ("optimizer", po::value(&c.optimizer)->default_value(c.optimizer),
      "sgd (the tutorial's) | momentum (heavy ball, kept on the worker: it pushes its velocity)")
     ("momentum", po::value(&c.momentum)->default_value(c.momentum), "--optimizer momentum: mu in [0, 1)")
+    ("eval_every", po::value(&c.eval_every)->default_value(c.eval_every),
+     "the chief snapshots the model every N global steps (a copy, off the critical path) and evaluates the "
+     "snapshots on the test set after training: accuracy vs steps and wall time (0: off)")
+    ("eval_target", po::value(&c.eval_target)->default_value(c.eval_target),
+     "with --eval_every: report the wall time at which test accuracy first reached this")
     ("straggler_ms", po::value(&c.straggler_ms)->default_value(c.straggler_ms),
      "experiments: the last worker sleeps this many ms every step")
     ("save_secs", po::value(&c.save_secs)->default_value(c.save_secs),

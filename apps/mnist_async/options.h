@@ -31,6 +31,8 @@ struct Config {
   bool staleness_lr = false;
   float dc_lambda = 0;            // DC-ASGD's lambda (0: plain async)
   std::string optimizer = "sgd";  // sgd | momentum (kept on the worker)
+  std::int64_t eval_every = 0;    // the chief snapshots the model every N global steps, evaluated after training
+  double eval_target = 0.91;      // ... and reports when test accuracy first reached this
   double momentum = 0.9;
   double straggler_ms = 0;
   double save_secs = 60;

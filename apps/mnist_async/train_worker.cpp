@@ -60,6 +60,14 @@ struct Accuracy {
   double validation = 0, test = 0;
 };
 
+// The chief's model every --eval_every global steps, evaluated after training (off the
+// critical path: a copy per snapshot, no evaluation while the job trains).
+struct Snapshot {
+  std::int64_t global_step = 0;
+  double seconds = 0;  // since training began
+  std::vector<float> params, shadow;
+};
+
 Accuracy evaluate(asyncps::nn::Backend& backend, const asyncps::mnist::Mnist& data, std::span<const float> params) {
   Accuracy a;
   a.validation = static_cast<double>(count_correct(backend, params, data.validation.images, data.validation.labels)) /
@@ -152,6 +160,7 @@ int run_worker(const Config& config, asyncps::Session& session) {
   client.pull(params);
   std::optional<MovingAverage> ema;
   std::optional<Momentum> momentum;
+  std::vector<Snapshot> snapshots;
   if (config.optimizer == "momentum") momentum.emplace(session.layout().size(), config.momentum);
   if (chief) {  // a restarted job continues the average the checkpoint holds
     ema.emplace(params, config.moving_average_decay);
@@ -199,6 +208,10 @@ int run_worker(const Config& config, asyncps::Session& session) {
     if (!landed) break;  // the other workers took the last steps
     global_step = landed.global_step;
     ++local_step;
+    if (chief && config.eval_every > 0 &&
+        (snapshots.empty() ? begun->global_step >= 0 : begun->global_step / config.eval_every > snapshots.back().global_step / config.eval_every))
+      snapshots.push_back({begun->global_step, since(start), params,
+                           std::vector<float>(ema->shadow().begin(), ema->shadow().end())});
     if (ema && local_step % config.log_every == 0) shadow_store.store(ema->shadow());  // checkpoints hold it
     if (talk && local_step % config.log_every == 0) {
       std::printf("After %lld training steps (%lld global steps), loss on training batch is %g. (%.3f sec/batch)\n",
@@ -240,6 +253,24 @@ int run_worker(const Config& config, asyncps::Session& session) {
     const Accuracy averaged = evaluate(*backend, data, ema->shadow());
     std::printf("After %lld global steps, validation accuracy %.4f (EMA %.4f), test accuracy %.4f (EMA %.4f)\n",
                 static_cast<long long>(steps), plain.validation, averaged.validation, plain.test, averaged.test);
+    // the snapshots: accuracy against global steps and wall time, and when it first reached the target
+    const Snapshot* reached = nullptr;
+    for (const Snapshot& snap : snapshots) {
+      const Accuracy a = evaluate(*backend, data, snap.params), e = evaluate(*backend, data, snap.shadow);
+      std::printf("eval: global step %lld at %.3f s: test accuracy %.4f (EMA %.4f)\n",
+                  static_cast<long long>(snap.global_step), snap.seconds, a.test, e.test);
+      metrics->write({{"eval_global_step", static_cast<double>(snap.global_step)}, {"eval_seconds", snap.seconds},
+                      {"eval_test_accuracy", a.test}, {"eval_test_accuracy_ema", e.test}});
+      if (!reached && a.test >= config.eval_target) reached = &snap;
+    }
+    if (config.eval_every > 0) {
+      if (reached)
+        std::printf("time to %.2f test accuracy: %.3f s (global step %lld)\n", config.eval_target, reached->seconds,
+                    static_cast<long long>(reached->global_step));
+      else
+        std::printf("time to %.2f test accuracy: not reached in %lld global steps\n", config.eval_target,
+                    static_cast<long long>(steps));
+    }
     std::printf("Done: %lld global steps by %d worker(s) in %.2f s: %.0f samples/s; test accuracy %.4f (EMA %.4f)\n",
                 static_cast<long long>(steps), roles.num_workers(), wall, samples_per_sec, plain.test, averaged.test);
     std::fflush(stdout);
