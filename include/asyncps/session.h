@@ -96,6 +96,7 @@ class Session {
   int server_poll_us() const noexcept;
   // "worker 1 (rank 2 on host-b)" / "server 0 (rank 0 on host-a)": a rank as messages name it.
   std::string describe_rank(int rank) const;
+  const std::string& host(int rank) const;  // that rank's host (MPI_Get_processor_name), gathered at start
   // Ranks of the session on this rank's node (this one included).
   int node_ranks() const noexcept { return node_ranks_; }
   // Whether some other rank on this node may talk to this one over shared memory (Open MPI's

@@ -61,13 +61,6 @@ std::vector<std::string> gather_strings(MPI_Comm comm, const std::string& mine) 
   return out;
 }
 
-std::string host_name() {
-  char name[MPI_MAX_PROCESSOR_NAME] = {};
-  int len = 0;
-  MPI_Get_processor_name(name, &len);
-  return std::string(name, static_cast<std::size_t>(len));
-}
-
 // A list of strings packed as (u64 length, bytes)*.
 std::string pack(const std::vector<std::string>& items) {
   std::string out;
@@ -223,7 +216,7 @@ RestoredShard restore_checkpoint(const Session& session, DirLock* lock) {
         out = std::move(attempt);
       } catch (const CheckpointError& e) {
         ok = 0;
-        failure = "server " + std::to_string(roles.rank) + " on " + host_name() + ": " + e.what();
+        failure = "server " + std::to_string(roles.rank) + " on " + session.host(roles.rank) + ": " + e.what();
       }
     }
     int all[2] = {ok, shadow}, agreed[2] = {0, 0};

@@ -95,10 +95,12 @@ double Liveness::silent_for(int rank) const {
   return enabled() ? seconds(Clock::now() - changed_[static_cast<std::size_t>(rank)]) : 0;
 }
 
-std::string Liveness::describe_silence(int rank) const {
-  return session_->describe_rank(rank) + " has made no progress for " + fmt_seconds(silent_for(rank)) +
-         " (stall timeout " + fmt_seconds(timeout_) + ")";
+std::string Liveness::silence(int rank, double seconds) const {
+  return session_->describe_rank(rank) + " has made no progress for " + fmt_seconds(seconds) + " (stall timeout " +
+         fmt_seconds(timeout_) + ")";
 }
+
+std::string Liveness::describe_silence(int rank) const { return silence(rank, silent_for(rank)); }
 
 void Liveness::saw_server0(std::int64_t beat0) {
   if (!enabled()) return;
@@ -110,9 +112,7 @@ void Liveness::saw_server0(std::int64_t beat0) {
   }
   const double silent = seconds(now - beat0_changed_);
   if (silent > timeout_)
-    throw StallError(session_->describe_rank(0) + " has made no progress for " + fmt_seconds(silent) +
-                     " (stall timeout " + fmt_seconds(timeout_) + "); noticed by " +
-                     session_->describe_rank(session_->roles().rank));
+    throw StallError(silence(0, silent) + "; noticed by " + session_->describe_rank(session_->roles().rank));
 }
 
 void Liveness::check_wait(double waited, const std::string& whom) const {

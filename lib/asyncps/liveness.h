@@ -55,6 +55,7 @@ class Liveness {
   void check_wait(double waited, const std::string& whom) const;
 
  private:
+  std::string silence(int rank, double seconds) const;  // the one wording of a stall
   const Session* session_ = nullptr;
   SessionWindows* win_ = nullptr;
   double timeout_ = 0;

@@ -36,7 +36,7 @@ struct ParameterServer::Impl {
     std::string msg = liveness.describe_silence(rank);
     bool servers_live = true;
     for (int k = 1; k < session.roles().num_servers; ++k)
-      servers_live = servers_live && liveness.silent_for(k) < liveness.timeout() / 2;
+      servers_live = servers_live && liveness.silent_for(k) <= liveness.timeout();  // stalled_rank's criterion
     if (!session.options().checkpoint.dir.empty()) {
       const std::string saved = servers_live ? ckpt->save_now(progress_once, std::min(10.0, liveness.timeout())) : "";
       msg += saved.empty() ? "; no checkpoint saved now (a server is silent): a restart resumes from the last one"
@@ -95,11 +95,8 @@ ParameterServer::ParameterServer(Session& session, std::span<const float> initia
   impl_->liveness.beat();
 }
 
-ParameterServer::~ParameterServer() {
-  // During an exception the job is about to abort: freeing a window is collective and could
-  // wait forever for ranks that are elsewhere, so the windows are abandoned instead.
-  if (detail::unwinding()) (void)impl_.release();
-}
+// While an exception unwinds, the windows and epochs abandon themselves (detail::unwinding()).
+ParameterServer::~ParameterServer() = default;
 
 void ParameterServer::serve(const std::function<void()>& tick) {
   if (impl_->served) throw Error("ParameterServer::serve called twice");

@@ -154,8 +154,13 @@ int Session::server_poll_us() const noexcept {
   return 10000;
 }
 
+const std::string& Session::host(int rank) const {
+  static const std::string unknown = "?";
+  return rank >= 0 && static_cast<std::size_t>(rank) < hosts_.size() ? hosts_[static_cast<std::size_t>(rank)] : unknown;
+}
+
 std::string Session::describe_rank(int rank) const {
-  const std::string host = rank >= 0 && static_cast<std::size_t>(rank) < hosts_.size() ? hosts_[static_cast<std::size_t>(rank)] : "?";
+  const std::string& host = this->host(rank);
   const std::string role = rank < roles_.num_servers ? "server " + std::to_string(rank)
                                                      : "worker " + std::to_string(rank - roles_.num_servers);
   return role + " (rank " + std::to_string(rank) + " on " + host + ")";

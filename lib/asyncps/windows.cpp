@@ -47,13 +47,10 @@ StalenessHistogram allreduce_staleness(MPI_Comm comm, const StalenessHistogram& 
 void write_timeline(const Session& session, const Timeline& timeline) {
   if (session.options().timeline.empty()) return;
   const Roles& r = session.roles();
-  char host[MPI_MAX_PROCESSOR_NAME] = {0};
-  int len = 0;
-  MPI_Get_processor_name(host, &len);
   std::string label = "rank " + std::to_string(r.rank) + ": ";
   label += r.is_server() ? "server " + std::to_string(r.rank)
                          : "worker " + std::to_string(r.worker_index()) + (r.is_chief() ? " (chief)" : "");
-  label += std::string(" on ") + host;
+  label += " on " + session.host(r.rank);
   timeline.write(session.comm(), session.options().timeline, label);
 }
 

@@ -35,10 +35,8 @@ WorkerClient::WorkerClient(Session& session) : impl_(std::make_unique<Impl>(sess
 }
 
 WorkerClient::~WorkerClient() {
-  if (detail::unwinding()) {  // the job is about to abort: enter no collective, free nothing
-    (void)impl_.release();
-    return;
-  }
+  // the job is about to abort: no finish() (collective); the windows abandon themselves
+  if (detail::unwinding()) return;
   try {
     finish();
   } catch (const std::exception& e) {
