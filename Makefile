@@ -1,7 +1,7 @@
 # The two commands of the README:
 #   make run    set up what is missing, build, and train the MNIST job (1 server + 1 worker)
 #   make test   set up what is missing, build, and run every test with ctest
-# Other targets: make deps | data | build | bench | clean.  Variables: BUILD, NP, HOSTFILE, CMAKE_ARGS.
+# Other targets: make deps | data | build | bench | convergence | bench-python | clean.  Variables: BUILD, NP, HOSTFILE, CMAKE_ARGS.
 BUILD    ?= build
 NP       ?= 2
 HOSTFILE ?= hostfiles/localhost
@@ -13,7 +13,7 @@ JOBS     ?= $(shell nproc)
 export OMPI_ALLOW_RUN_AS_ROOT := 1
 export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM := 1
 
-.PHONY: all deps data configure build test run bench clean
+.PHONY: all deps data configure build test run bench convergence bench-python clean
 all: build
 
 deps:
@@ -44,6 +44,15 @@ run: data build
 bench: data build
 	@scripts/install-deps.sh --bench
 	scripts/run-bench.sh $(BUILD)
+
+# accuracy under asynchrony (docs/CONVERGENCE.md), about 20 minutes; the Python binding's
+# overhead and the PyTorch example next to PyTorch Hogwild (docs/PYTHON.md)
+convergence: data build
+	@scripts/install-deps.sh --bench
+	/usr/bin/python3 bench/convergence.py --build $(BUILD)
+
+bench-python: data build
+	bench/python.sh $(BUILD)
 
 clean:
 	rm -rf $(BUILD)

@@ -17,9 +17,14 @@ claims steps from a shared counter until --steps are done (exactly --steps updat
 the claimed global step), Hogwild-style without locks. samples/s = steps*batch / wall of the
 slowest process. --threads applies to every process.
 
+--eval_every N (as mnist_async's): process 0 copies the shared model whenever the global step it
+claims enters a new multiple of N (a copy, off the critical path), with the seconds since the timed
+loop began; after training it evaluates the copies on the test set and reports, with --eval_target,
+the first time and global step the test accuracy reached the target.
+
 Prints one JSON line: {"impl", "samples_per_sec", "ms_per_step", "test_accuracy", ...}.
 Usage: torch_mnist.py [--data_dir data/mnist] [--threads 1] [--channels_last] [--steps 1000]
-                      [--batch 128] [--hogwild N] [--seed 1]
+                      [--batch 128] [--hogwild N] [--seed 1] [--eval_every N --eval_target 0.91]
 """
 import argparse
 import json
@@ -120,7 +125,9 @@ def accuracy(torch, net, x, y):
 
 
 def train_loop(torch, net, train, args, counter, rank, timing):
-    """Trains until the shared counter reaches args.steps; returns (local steps, seconds)."""
+    """Trains until the shared counter reaches args.steps; returns (local steps, seconds, snapshots).
+
+    snapshots: [(global step, seconds since the timed loop began, state_dict copy)], process 0 only."""
     torch.set_num_threads(args.threads)
     x, y = train
     xt, yt = torch.from_numpy(x), torch.from_numpy(y)
@@ -158,10 +165,23 @@ def train_loop(torch, net, train, args, counter, rank, timing):
                 p.add_(p.grad, alpha=-lr)
         return float(loss)
 
+    snapshots = []
+    t0 = None
+
+    def maybe_snapshot(gs):
+        # the model as this step reads it, whenever the claimed step enters a new multiple of N
+        if rank != 0 or args.eval_every <= 0:
+            return
+        if snapshots and gs // args.eval_every <= snapshots[-1][0] // args.eval_every:
+            return
+        seconds = 0.0 if t0 is None else time.perf_counter() - t0
+        snapshots.append((gs, seconds, {k: v.detach().clone() for k, v in net.state_dict().items()}))
+
     local = 0
     if rank == 0:  # warm-up: one counted step before the clock starts
         gs = claim()
         if gs is not None:
+            maybe_snapshot(gs)
             step(gs)
             local += 1
     timing["barrier"].wait()
@@ -170,15 +190,28 @@ def train_loop(torch, net, train, args, counter, rank, timing):
         gs = claim()
         if gs is None:
             break
+        maybe_snapshot(gs)
         step(gs)
         local += 1
-    return local, time.perf_counter() - t0
+    return local, time.perf_counter() - t0, snapshots
 
 
-def worker_main(rank, net, train, args, counter, barrier, results):
+def evaluate_snapshots(torch, net, snapshots, test):
+    """[(global step, seconds, test accuracy)] of each snapshot, on a private copy of the model."""
+    import copy
+    probe = copy.deepcopy(net)
+    out = []
+    for gs, seconds, state in snapshots:
+        probe.load_state_dict(state)
+        out.append((gs, round(seconds, 4), accuracy(torch, probe, *test)))
+    return out
+
+
+def worker_main(rank, net, train, test, args, counter, barrier, results):
     import torch
-    local, secs = train_loop(torch, net, train, args, counter, rank, {"barrier": barrier})
-    results.put((rank, local, secs))
+    local, secs, snapshots = train_loop(torch, net, train, args, counter, rank, {"barrier": barrier})
+    evals = evaluate_snapshots(torch, net, snapshots, test) if snapshots else []
+    results.put((rank, local, secs, evals))
 
 
 def main():
@@ -191,6 +224,10 @@ def main():
     ap.add_argument("--hogwild", type=int, default=1, help="processes sharing the model (1: one process)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--label", default="", help="free text copied into the JSON line")
+    ap.add_argument("--eval_every", type=int, default=0,
+                    help="process 0 snapshots the model every N global steps; evaluated after training (0: off)")
+    ap.add_argument("--eval_target", type=float, default=0.91,
+                    help="with --eval_every: the test accuracy whose first time and step are reported")
     args = ap.parse_args()
 
     import torch
@@ -215,23 +252,25 @@ def main():
             def wait(self):
                 pass
 
-        local, secs = train_loop(torch, net, train, args, Counter(), 0, {"barrier": NoBarrier()})
-        per_proc = [(0, local, secs)]
+        local, secs, snapshots = train_loop(torch, net, train, args, Counter(), 0, {"barrier": NoBarrier()})
+        per_proc = [(0, local, secs, evaluate_snapshots(torch, net, snapshots, test) if snapshots else [])]
     else:
         ctx = mp.get_context("fork")
         net.share_memory()
         counter = ctx.Value("l", 0)
         barrier = ctx.Barrier(args.hogwild)
         results = ctx.Queue()
-        procs = [ctx.Process(target=worker_main, args=(r, net, train, args, counter, barrier, results))
+        procs = [ctx.Process(target=worker_main, args=(r, net, train, test, args, counter, barrier, results))
                  for r in range(args.hogwild)]
         for p in procs:
             p.start()
         per_proc = sorted(results.get() for _ in procs)
         for p in procs:
             p.join()
-    steps_timed = sum(l for _, l, _ in per_proc) - 1  # the warm-up step is not timed
-    wall = max(s for _, _, s in per_proc)
+    steps_timed = sum(l for _, l, _, _ in per_proc) - 1  # the warm-up step is not timed
+    wall = max(s for _, _, s, _ in per_proc)
+    evals = per_proc[0][3]
+    reached = next(((gs, t) for gs, t, acc in evals if acc >= args.eval_target), None)
     sps = steps_timed * args.batch / wall
     torch.set_num_threads(max(1, args.threads))
     out = {
@@ -246,12 +285,17 @@ def main():
         "samples_per_sec": round(sps, 1),
         "ms_per_step": round(1e3 * wall / steps_timed * max(1, args.hogwild), 4),
         "wall_seconds": round(wall, 4),
-        "steps_per_process": [l for _, l, _ in per_proc],
+        "steps_per_process": [l for _, l, _, _ in per_proc],
         "validation_accuracy": accuracy(torch, net, *valid),
         "test_accuracy": accuracy(torch, net, *test),
         "blas_loaded": loaded_blas(),
         "openblas_num_threads": os.environ.get("OPENBLAS_NUM_THREADS", ""),
     }
+    if args.eval_every > 0:
+        out["evals"] = [{"global_step": gs, "seconds": t, "test_accuracy": acc} for gs, t, acc in evals]
+        out["eval_target"] = args.eval_target
+        out["seconds_to_target"] = None if reached is None else reached[1]
+        out["global_step_to_target"] = None if reached is None else reached[0]
     print(json.dumps(out))
     return 0
 

@@ -4,11 +4,12 @@
 set -euo pipefail
 # the build and its tests (pkg-config: the downstream test; iproute2 + procps: the multi-host and
 # kill tests)
-# (python3: the timeline test reads the trace JSON)
+# (python3: the timeline test reads the trace JSON; python3-dev, pybind11-dev, python3-numpy,
+# python3-mpi4py and python3-torch: the Python module `asyncps`, its tests and its PyTorch example)
 PKGS=(build-essential cmake pkg-config libopenmpi-dev openmpi-bin libeigen3-dev libboost-program-options-dev catch2
-      iproute2 procps npm python3)
-# --bench: also what `make bench` compares against and plots with (PyTorch, matplotlib)
-[ "${1:-}" = "--bench" ] && PKGS+=(python3-torch python3-matplotlib)
+      iproute2 procps npm python3 python3-dev pybind11-dev python3-numpy python3-mpi4py python3-torch)
+# --bench: also what `make bench` plots with (matplotlib)
+[ "${1:-}" = "--bench" ] && PKGS+=(python3-matplotlib)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

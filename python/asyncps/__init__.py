@@ -1,0 +1,98 @@
+"""asyncps: the parameter server of libasyncps for NumPy and PyTorch models.
+
+Hogwild-style asynchronous SGD over MPI-3 one-sided communication, within one host or across
+hosts. Ranks [0, num_servers) hold the parameters; the others are workers that pull them, compute
+a gradient with their own model code and push the update, without the servers taking part.
+
+    import asyncps                      # initialises MPI (before mpi4py, if you use it)
+    layout = asyncps.Layout(); layout.add("w", (784, 10)); layout.add("b", (10,))
+    session = asyncps.Session(layout, num_servers=1, mode="async")
+    if session.is_server:
+        asyncps.ParameterServer(session, initial_params).serve()
+    else:
+        with asyncps.WorkerClient(session) as w:
+            while (step := w.begin_step(params, 1000)) is not None:   # pulls into params
+                grad[:] = ...                                          # your model
+                w.end_step(grad, -lr)                                  # arena += -lr * grad
+
+Buffers are C-contiguous float32 arrays of layout.size elements (numpy, the buffer protocol, CPU
+torch tensors), used in place. MPI calls release the GIL. asyncps.torch maps a torch.nn.Module's
+parameters and gradients onto one arena. See docs/PYTHON.md.
+"""
+import atexit as _atexit
+import os as _os
+import sys as _sys
+
+# Open MPI loads its components with dlopen and they need libmpi's symbols: make them global.
+_flags = _sys.getdlopenflags()
+_sys.setdlopenflags(_flags | _os.RTLD_GLOBAL)
+try:
+    from . import _asyncps
+finally:
+    _sys.setdlopenflags(_flags)
+
+from ._asyncps import (  # noqa: E402
+    CheckpointError,
+    ConfigError,
+    Error,
+    Layout,
+    MpiError,
+    ParameterServer,
+    Session,
+    StallError,
+    StepEnd,
+    StepStart,
+    TensorInfo,
+    WorkerClient,
+    abort_job,
+    export_npy,
+    list_checkpoints,
+    read_checkpoint,
+    __version__,
+)
+
+MODES = ("async", "sync", "ssp")
+
+__all__ = [
+    "CheckpointError", "ConfigError", "Error", "Layout", "MpiError", "ParameterServer", "Session", "StallError",
+    "StepEnd", "StepStart", "TensorInfo", "WorkerClient", "abort_job", "export_npy", "list_checkpoints",
+    "read_checkpoint", "abort_on_uncaught_exception", "MODES", "__version__",
+]
+
+# MPI_Init_thread(MPI_THREAD_FUNNELED) unless MPI is already up (mpi4py imported first: then
+# set mpi4py.rc.thread_level = "funneled", as Open MPI's pt2pt one-sided component, the one that
+# works between hosts without RDMA, refuses MPI_THREAD_MULTIPLE). Only the main thread may call
+# asyncps.
+_owns_mpi = _asyncps._init_mpi()
+# At exit: close every live Session, server and worker in reverse order of creation (the same on
+# every rank, so their collective frees match), then MPI_Finalize if we initialised MPI.
+_atexit.register(_asyncps._finalize)
+
+
+def _message(exc):
+    text = str(exc)
+    text = text[len("asyncps: "):] if text.startswith("asyncps: ") else text
+    if isinstance(exc, Error):
+        return text
+    return f"uncaught {type(exc).__name__}: {text}"
+
+
+_previous_hook = _sys.excepthook
+
+
+def _abort_on_uncaught(exc_type, exc, tb):
+    # The traceback first, then one 'asyncps:' line naming this rank, and every rank ends:
+    # the other ranks never wait for one that died (they may be inside a collective with it).
+    _previous_hook(exc_type, exc, tb)
+    _sys.stderr.flush()
+    abort_job(_message(exc), 1)
+
+
+def abort_on_uncaught_exception(enabled=True):
+    """On by default: an uncaught exception on any rank prints its traceback and one
+    'asyncps: ... [rank R of N on HOST]' line, then ends every rank of the job (MPI_Abort)
+    instead of leaving the others waiting. False restores the previous sys.excepthook."""
+    _sys.excepthook = _abort_on_uncaught if enabled else _previous_hook
+
+
+abort_on_uncaught_exception(True)

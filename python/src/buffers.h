@@ -1,0 +1,27 @@
+// defines: asyncps_python::FloatBuffer, float_buffer
+// Zero-copy views of Python buffers as float spans. Anything with the buffer protocol (a
+// numpy.ndarray, array.array('f'), memoryview) works, and so does a CPU torch.Tensor (through
+// tensor.detach().numpy(), which shares its memory). A buffer of the wrong dtype, size or
+// layout is a ValueError naming the call and what was given, never a crash.
+#pragma once
+#include <pybind11/pybind11.h>
+
+#include <cstddef>
+#include <span>
+#include <string_view>
+
+namespace asyncps_python {
+
+// Holds the Py_buffer (so the memory stays valid while MPI uses it, the GIL released or not).
+struct FloatBuffer {
+  pybind11::buffer_info info;
+  pybind11::object owner;  // the object the buffer came from (a torch tensor's numpy view)
+  std::span<float> span;
+};
+
+// `what` names the call and argument in the message ("WorkerClient.pull: params"). `floats`
+// is the element count the call needs (0: any). Throws pybind11::value_error unless `obj` is a
+// C-contiguous float32 buffer of that many elements (writable when `writable`).
+FloatBuffer float_buffer(pybind11::handle obj, std::size_t floats, std::string_view what, bool writable);
+
+}  // namespace asyncps_python

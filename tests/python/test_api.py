@@ -1,0 +1,137 @@
+"""Proves: the binding's API on 1 server + 1 worker (mpirun -np 2): layouts and options errors are
+asyncps exceptions with the library's one-line messages; buffers of the wrong dtype, size,
+layout or writability are clear ValueErrors (no crash, nothing sent); numpy arrays and CPU torch
+tensors are used in place (zero-copy); claim_step/begin_step/end_step follow the job's limit;
+a Session also takes an mpi4py communicator; closed objects refuse calls."""
+import sys
+
+import numpy as np
+
+import asyncps
+
+failures = []
+
+
+def check(cond, what):
+    if not cond:
+        failures.append(what)
+        print(f"FAIL: {what}", flush=True)
+
+
+def raises(exc, fn, match=""):
+    try:
+        fn()
+    except exc as e:
+        if match and match not in str(e):
+            failures.append(f"{exc.__name__} without '{match}': {e}")
+            print(f"FAIL: message '{e}' lacks '{match}'", flush=True)
+        return str(e)
+    except Exception as e:  # noqa: BLE001
+        failures.append(f"expected {exc.__name__}, got {type(e).__name__}: {e}")
+        print(f"FAIL: expected {exc.__name__}, got {type(e).__name__}: {e}", flush=True)
+        return None
+    failures.append(f"expected {exc.__name__}, nothing raised")
+    print(f"FAIL: expected {exc.__name__}: nothing raised ({fn})", flush=True)
+    return None
+
+
+# ---- Layout (local)
+layout = asyncps.Layout()
+check(layout.add("w", (4, 8)) == 0, "first tensor at offset 0")
+check(layout.add("b", [8]) == 32, "second tensor after the first")
+check(layout.size == 40 and len(layout) == 2, "size and length")
+check(layout.tensor("b").shape == (8,) and layout.tensors[0].name == "w", "tensor info")
+raises(asyncps.ConfigError, lambda: layout.add("w", (3,)), "w")
+raises(asyncps.ConfigError, lambda: layout.add("neg", (0, 2)))
+check(issubclass(asyncps.ConfigError, asyncps.Error) and issubclass(asyncps.Error, RuntimeError), "error hierarchy")
+other = asyncps.Layout()
+other.add("w", (4, 8))
+other.add("b", (8,))
+check(other.hash == layout.hash, "same layout, same hash")
+
+# ---- option errors are raised on every rank before any MPI call (nobody hangs)
+raises(asyncps.ConfigError, lambda: asyncps.Session(layout, mode="hogwild"), "Options::mode 'hogwild'")
+raises(ValueError, lambda: asyncps.Session(layout, comm=42), "mpi4py communicator")
+
+session = asyncps.Session(layout, num_servers=1, mode="async", stall_timeout=30)
+check(session.size == 2 and session.num_workers == 1, "roles")
+check("Session(" in repr(session), "repr")
+LIMIT = 20
+if session.is_server:
+    init = np.arange(40, dtype=np.float32)
+    ps = asyncps.ParameterServer(session, init)
+    check(ps.shard == (0, 40), "one server holds everything")
+    ps.serve()
+    check(ps.final_step == LIMIT, f"final step {ps.final_step}")
+    snap = ps.snapshot()
+    check(snap.dtype == np.float32 and snap.shape == (40,), "snapshot is float32 (40,)")
+else:
+    import torch
+
+    w = asyncps.WorkerClient(session)
+    params = np.zeros(40, dtype=np.float32)
+    w.pull(params)
+    check(np.array_equal(params, np.arange(40, dtype=np.float32)), "pull fills the array in place")
+    # the bad buffers: each a ValueError naming the call, nothing sent
+    m = raises(ValueError, lambda: w.pull(np.zeros(40)), "float32")
+    check(m is not None and m.startswith("asyncps: WorkerClient.pull: params") and "float64" in m, f"message: {m}")
+    raises(ValueError, lambda: w.pull(np.zeros(39, dtype=np.float32)), "39 elements")
+    raises(ValueError, lambda: w.pull(np.zeros(80, dtype=np.float32)[::2]), "non-contiguous")
+    ro = np.zeros(40, dtype=np.float32)
+    ro.setflags(write=False)
+    raises(ValueError, lambda: w.pull(ro), "read-only")
+    raises(ValueError, lambda: w.push([0.0] * 40, 1.0), "list")
+    raises(ValueError, lambda: w.push(np.zeros((5, 8), dtype=np.int32), 1.0), "int32")
+    raises(ValueError, lambda: w.end_step(np.zeros(41, dtype=np.float32), 1.0), "40 elements")
+    check(w.stats["pushes"] == 0 and w.stats["pulls"] == 1, f"nothing sent by the refused calls: {w.stats}")
+    # 2-D C-contiguous arrays of the right size are fine; the arena does not care about shape
+    ones = np.ones((5, 8), dtype=np.float32)
+    w.push(ones, 0.5)
+    w.pull(params)
+    check(np.array_equal(params, np.arange(40, dtype=np.float32) + 0.5), "push of a 2-D array")
+    # torch tensors, zero-copy both ways
+    t = torch.zeros(40)
+    w.pull(t)
+    check(torch.equal(t, torch.arange(40, dtype=torch.float32) + 0.5), "pull into a torch tensor in place")
+    g = torch.ones(40, requires_grad=True)
+    w.push(g, 0.5)
+    raises(ValueError, lambda: w.pull(torch.zeros(40, dtype=torch.float64)), "float64")
+    # the step API and the limit
+    step = w.claim_step(LIMIT)
+    check(step == 1, f"first claim {step}")
+    n = 1
+    while True:
+        s = w.begin_step(params, LIMIT)
+        if s is None:
+            break
+        check(isinstance(s, asyncps.StepStart) and 0 < s.global_step <= LIMIT, f"step {s}")
+        e = w.end_step(np.zeros(40, dtype=np.float32), -0.1)
+        check(bool(e) and e.applied and not e.nonfinite, f"end_step {e}")
+        n += 1
+    check(n == LIMIT and w.claim_step(LIMIT) is None, f"{n} steps, then no more")
+    check(w.global_step == LIMIT, "global step at the limit")
+    w.pull(params)
+    check(np.array_equal(params, np.arange(40, dtype=np.float32) + 1.0), "arena after both pushes")
+    w.finish()
+    check(w.finished, "finished")
+    check(w.staleness["count"] == LIMIT - 1, f"staleness counted per step: {w.staleness}")
+
+# ---- a second session over an mpi4py communicator (asyncps was imported first: MPI is ours)
+from mpi4py import MPI  # noqa: E402
+
+comm = MPI.COMM_WORLD.Dup()
+s2 = asyncps.Session(layout, comm, mode="sync")
+check(s2.mode == "sync" and s2.size == comm.Get_size(), "session over an mpi4py communicator")
+if s2.is_server:
+    asyncps.ParameterServer(s2, np.zeros(40, dtype=np.float32)).serve()
+else:
+    w2 = asyncps.WorkerClient(s2)
+    with w2:
+        p = np.empty(40, dtype=np.float32)
+        s = w2.begin_step(p, 1)
+        w2.end_step(np.ones(40, dtype=np.float32), 2.0)
+    check(w2.finished, "the context manager finished the worker")
+comm.Free()
+
+print(f"rank {session.rank}: {'PASS' if not failures else 'FAIL: ' + '; '.join(failures)}", flush=True)
+sys.exit(1 if failures else 0)
