@@ -21,7 +21,7 @@ between its table markers).
 
 Usage: bench/convergence.py [--build build] [--out DIR] [--seeds 3] [--workers 1,2,4,8]
                             [--modes all] [--epochs 3] [--quick] [--report-only] [--docs]
-Takes about 25 minutes on the 2-core development machine (--quick: about 2).
+Takes about 21 minutes on the 2-core development machine (--quick: under 1).
 """
 import argparse
 import json
