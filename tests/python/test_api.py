@@ -58,10 +58,30 @@ check(session.size == 2 and session.num_workers == 1, "roles")
 check("Session(" in repr(session), "repr")
 LIMIT = 20
 if session.is_server:
+    import threading
+    import time
+
     init = np.arange(40, dtype=np.float32)
     ps = asyncps.ParameterServer(session, init)
     check(ps.shard == (0, 40), "one server holds everything")
+    # serve() releases the GIL: a Python thread keeps running while it blocks (the worker
+    # holds the job open for at least 0.5 s)
+    ticks, stop = [], threading.Event()
+
+    def tick():
+        while not stop.is_set():
+            ticks.append(time.monotonic())
+            time.sleep(0.01)
+
+    ticker = threading.Thread(target=tick)
+    ticker.start()
+    t0 = time.monotonic()
     ps.serve()
+    t1 = time.monotonic()
+    stop.set()
+    ticker.join()
+    inside = [t for t in ticks if t0 + 0.1 < t < t1 - 0.1]
+    check(t1 - t0 > 0.5 and len(inside) > 10, f"a thread ran {len(inside)} times during serve() ({t1 - t0:.2f} s)")
     check(ps.final_step == LIMIT, f"final step {ps.final_step}")
     snap = ps.snapshot()
     check(snap.dtype == np.float32 and snap.shape == (40,), "snapshot is float32 (40,)")
@@ -110,6 +130,9 @@ else:
         n += 1
     check(n == LIMIT and w.claim_step(LIMIT) is None, f"{n} steps, then no more")
     check(w.global_step == LIMIT, "global step at the limit")
+    import time
+
+    time.sleep(0.6)  # (the server's GIL check needs serve() to last)
     w.pull(params)
     check(np.array_equal(params, np.arange(40, dtype=np.float32) + 1.0), "arena after both pushes")
     w.finish()
