@@ -377,7 +377,8 @@ def report(args):
     gap = gaps(rows, args)
     header = (f"{args.epochs:g} epochs = {round(args.epochs * TRAIN_IMAGES / BATCH) * BATCH:,} samples per run "
               f"(batch {BATCH}), test accuracy on the 10,000 test images, mean ± sd over seeds 1..{args.seeds}; "
-              f"evaluated every {args.eval_samples:,} samples.")
+              f"evaluated every {args.eval_samples:,} samples. Staleness: mean and p99 averaged over the seeds, max the "
+              f"largest of any run; wall: the chief's training time; reached: runs that reached {args.target:g}.")
     with open(os.path.join(args.out, "table.md"), "w") as f:
         f.write(header + "\n\n" + text + "\n")
     with open(os.path.join(args.out, "summary.json"), "w") as f:
