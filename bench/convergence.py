@@ -268,24 +268,24 @@ def table(rows, args):
 
 
 def gaps(rows, args):
-    """Mean accuracy of each mode minus sync's (and sync_lrW's) at the largest W; the time-to-target figures."""
+    """Each mode's mean accuracy minus sync's and sync_lrW's at the largest W (pp); the time-to-target figures."""
     g = group(rows)
     w = max(args.workers)
+    acc = {}
+    for mode in MODES:
+        s = row_stats(g.get(("asyncps", mode, w, None), []), args.target)
+        if s["acc"]:
+            acc[mode] = statistics.mean(s["acc"])
     out = {"workers": w}
-    mean = lambda k: (statistics.mean(row_stats(g[k], args.target)["acc"])
-                      if k in g and row_stats(g[k], args.target)["acc"] else None)
     for ref in ("sync", "sync_lrW"):
-        r = mean(("asyncps", ref, w, None))
         for mode in MODES:
-            m = mean(("asyncps", mode, w, None))
-            if r is not None and m is not None:
-                out[f"{mode} - {ref} (pp)"] = round(100 * (m - r), 2)
-    t = lambda k: row_stats(g[k], args.target)["t_target"] if k in g else []
+            if mode != ref and ref in acc and mode in acc:
+                out[f"{mode} - {ref} (pp)"] = round(100 * (acc[mode] - acc[ref]), 2)
     for label, k in (("async W=1", ("asyncps", "async", 1, None)), ("async W=2", ("asyncps", "async", 2, None)),
                      ("pytorch hogwild 2", ("pytorch", "hogwild2", 2, None))):
-        ts = t(k)
-        out[f"seconds to target, {label}"] = round(statistics.mean(ts), 3) if ts else None
-        out[f"reached, {label}"] = f"{len(ts)}/{len(g.get(k, []))}"
+        s = row_stats(g.get(k, []), args.target)
+        out[f"seconds to target, {label}"] = round(statistics.mean(s["t_target"]), 3) if s["t_target"] else None
+        out[f"reached, {label}"] = f"{s['reached']}/{s['runs']}"
     return out
 
 

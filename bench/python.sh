@@ -19,7 +19,7 @@ STEPS=${STEPS:-1000}
 PY=/usr/bin/python3
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS=1
 export PYTHONPATH=$ROOT/$BUILD/python
-[[ -e $BUILD/python/asyncps/_asyncps.so || -n $(ls $BUILD/python/asyncps/_asyncps*.so 2>/dev/null) ]] ||
+compgen -G "$BUILD/python/asyncps/_asyncps*.so" >/dev/null ||
   { echo "python.sh: no Python module in $BUILD/python (make build with python3-dev and pybind11-dev)" >&2; exit 1; }
 mkdir -p "$RESULTS"
 rm -f "$RESULTS"/*.jsonl

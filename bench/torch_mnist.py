@@ -1,13 +1,11 @@
 #!/usr/bin/env python3
 """PyTorch (CPU) reference for mnist_async: the same model, init, data split, SGD schedule and steps.
 
-Model (as lib/nn/mnist_cnn.h): x 28x28x1 in [0,1] -> conv 3x3 1->8 SAME + b -> maxpool 2x2/2 ->
-conv 3x3 8->16 SAME + b -> maxpool 2x2/2 -> flatten in (h,w,c) order (784) -> fc 784->10 + b ->
-mean softmax cross-entropy. No activations (the TF1 tutorial has none). Glorot-uniform init of
-weights AND biases: limit = sqrt(6/(fan_in+fan_out)); conv fans k*k*in / k*k*out; fc 784/10; a
-bias of length n has fan_in = fan_out = n. Plain SGD, lr = 0.01 * 0.99^(global_step/(60000/128))
-(not staircase), batch 128, 1000 steps. TF1 split: validation = the first 5,000 training images,
-train = the other 55,000 (reshuffled each epoch), test = t10k. IDX files are read with numpy.
+The model, its initialisation, the schedule and the data split are apps/python/tutorial_mnist.py's
+(shared with the asyncps example apps/python/mnist_torch.py): the tutorial's CNN without
+activations, Glorot-uniform weights and biases, plain SGD, lr = 0.01 * 0.99^(global_step/(60000/128))
+(not staircase), batch 128, 1000 steps; validation = the first 5,000 training images, train = the
+other 55,000 (reshuffled each epoch), test = t10k.
 
 Timing: wall clock of the training loop only (batch gather + forward + backward + update),
 after one warm-up step that is not counted (it also trains: the step count includes it).
@@ -28,73 +26,14 @@ Usage: torch_mnist.py [--data_dir data/mnist] [--threads 1] [--channels_last] [-
 """
 import argparse
 import json
-import math
 import os
 import sys
 import time
 
 import numpy as np
 
-
-def read_idx(path):
-    with open(path, "rb") as f:
-        data = f.read()
-    magic = int.from_bytes(data[0:4], "big")
-    ndim = magic & 0xFF
-    if magic >> 8 != 0x08:  # unsigned byte
-        raise ValueError(f"{path}: not an unsigned-byte IDX file (magic {magic:#x})")
-    dims = [int.from_bytes(data[4 + 4 * i: 8 + 4 * i], "big") for i in range(ndim)]
-    arr = np.frombuffer(data, dtype=np.uint8, offset=4 + 4 * ndim)
-    if arr.size != int(np.prod(dims)):
-        raise ValueError(f"{path}: {arr.size} bytes of data, header says {dims}")
-    return arr.reshape(dims)
-
-
-def load_mnist(d):
-    tx = read_idx(os.path.join(d, "train-images-idx3-ubyte")).astype(np.float32) / 255.0
-    ty = read_idx(os.path.join(d, "train-labels-idx1-ubyte")).astype(np.int64)
-    ex = read_idx(os.path.join(d, "t10k-images-idx3-ubyte")).astype(np.float32) / 255.0
-    ey = read_idx(os.path.join(d, "t10k-labels-idx1-ubyte")).astype(np.int64)
-    # TF1 split: validation = first 5,000, train = the rest
-    return (tx[5000:], ty[5000:]), (tx[:5000], ty[:5000]), (ex, ey)
-
-
-def build_model(torch, seed, channels_last):
-    nn = torch.nn
-
-    class Net(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.conv1 = nn.Conv2d(1, 8, 3, padding=1)
-            self.conv2 = nn.Conv2d(8, 16, 3, padding=1)
-            self.fc = nn.Linear(784, 10)
-            self.channels_last = channels_last
-
-        def forward(self, x):  # x: (B,1,28,28)
-            if self.channels_last:
-                x = x.contiguous(memory_format=torch.channels_last)
-            h = torch.nn.functional.max_pool2d(self.conv1(x), 2, 2)
-            h = torch.nn.functional.max_pool2d(self.conv2(h), 2, 2)
-            h = h.permute(0, 2, 3, 1).reshape(x.shape[0], 784)  # (h,w,c) order as the TF model
-            return self.fc(h)
-
-    net = Net()
-    g = torch.Generator().manual_seed(seed)
-
-    def glorot(t, fan_in, fan_out):
-        limit = math.sqrt(6.0 / (fan_in + fan_out))
-        with torch.no_grad():
-            t.copy_(torch.rand(t.shape, generator=g) * 2 * limit - limit)
-
-    glorot(net.conv1.weight, 9 * 1, 9 * 8)
-    glorot(net.conv1.bias, 8, 8)
-    glorot(net.conv2.weight, 9 * 8, 9 * 16)
-    glorot(net.conv2.bias, 16, 16)
-    glorot(net.fc.weight, 784, 10)
-    glorot(net.fc.bias, 10, 10)
-    if channels_last:
-        net = net.to(memory_format=torch.channels_last)
-    return net
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "apps", "python"))
+from tutorial_mnist import accuracy, build_model, load_mnist, lr_at  # noqa: E402
 
 
 def loaded_blas():
@@ -109,19 +48,6 @@ def loaded_blas():
     except OSError:
         pass
     return sorted(libs)
-
-
-def lr_at(step, batch):
-    return 0.01 * 0.99 ** (step / (60000.0 / batch))
-
-
-def accuracy(torch, net, x, y):
-    with torch.no_grad():
-        correct = 0
-        for i in range(0, len(x), 1000):
-            xb = torch.from_numpy(x[i:i + 1000]).view(-1, 1, 28, 28)
-            correct += int((net(xb).argmax(1).numpy() == y[i:i + 1000]).sum())
-    return correct / len(x)
 
 
 def train_loop(torch, net, train, args, counter, rank, timing):
@@ -203,7 +129,7 @@ def evaluate_snapshots(torch, net, snapshots, test):
     out = []
     for gs, seconds, state in snapshots:
         probe.load_state_dict(state)
-        out.append((gs, round(seconds, 4), accuracy(torch, probe, *test)))
+        out.append((gs, round(seconds, 4), accuracy(probe, *test)))
     return out
 
 
@@ -235,7 +161,7 @@ def main():
     torch.set_num_threads(args.threads)
     train, valid, test = load_mnist(args.data_dir)
     torch.manual_seed(args.seed)
-    net = build_model(torch, args.seed, args.channels_last)
+    net = build_model(args.seed, args.channels_last)
 
     if args.hogwild <= 1:
         import multiprocessing.dummy as dummy  # a counter with get_lock, no processes
@@ -286,8 +212,8 @@ def main():
         "ms_per_step": round(1e3 * wall / steps_timed * max(1, args.hogwild), 4),
         "wall_seconds": round(wall, 4),
         "steps_per_process": [l for _, l, _, _ in per_proc],
-        "validation_accuracy": accuracy(torch, net, *valid),
-        "test_accuracy": accuracy(torch, net, *test),
+        "validation_accuracy": accuracy(net, *valid),
+        "test_accuracy": accuracy(net, *test),
         "blas_loaded": loaded_blas(),
         "openblas_num_threads": os.environ.get("OPENBLAS_NUM_THREADS", ""),
     }

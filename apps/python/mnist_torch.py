@@ -8,15 +8,15 @@
 Ranks [0, --ps) serve the parameters (asyncps.ParameterServer), the others are workers: each pulls
 the parameters into the model (they ARE the arena, asyncps.torch.ModuleArena: no copy), computes
 the gradient of its batch with autograd and pushes -lr * grad, asynchronously (Hogwild) or in the
-other modes. The recipe is the tutorial's (and mnist_async's): conv 3x3x8 + pool, conv 3x3x16 +
-pool, fc 784->10, no activations, Glorot-uniform init, plain SGD, lr 0.01 * 0.99^(step / epoch),
-batch 128; the chief keeps the EMA of the parameters (decay 0.99, TF1's warm-up) on the servers, so
+other modes. The recipe is the tutorial's (and mnist_async's), in tutorial_mnist.py beside this file
+(shared with PyTorch's own baseline, bench/torch_mnist.py): conv 3x3x8 + pool, conv 3x3x16 + pool,
+fc 784->10, no activations, Glorot-uniform init, plain SGD, lr 0.01 * 0.99^(step / epoch), batch
+128; the chief keeps the EMA of the parameters (decay 0.99, TF1's warm-up) on the servers, so
 checkpoints (--logdir) hold it. At the end the chief prints the test accuracy (plain and EMA) and
 samples/s, and with --json one JSON line.
 """
 import argparse
 import json
-import math
 import os
 import sys
 import time
@@ -27,52 +27,7 @@ import torch.nn.functional as F
 
 import asyncps
 import asyncps.torch
-
-
-def read_idx(path):
-    with open(path, "rb") as f:
-        data = f.read()
-    magic = int.from_bytes(data[0:4], "big")
-    if magic >> 8 != 0x08:
-        raise ValueError(f"{path}: not an unsigned-byte IDX file")
-    dims = [int.from_bytes(data[4 + 4 * i:8 + 4 * i], "big") for i in range(magic & 0xFF)]
-    return np.frombuffer(data, dtype=np.uint8, offset=4 + 4 * len(dims)).reshape(dims)
-
-
-def load_mnist(d):
-    """TF1 split: validation = the first 5,000 training images, train = the other 55,000; test = t10k."""
-    images = lambda n: torch.from_numpy(read_idx(os.path.join(d, n)).astype(np.float32) / 255.0).view(-1, 1, 28, 28)
-    labels = lambda n: torch.from_numpy(read_idx(os.path.join(d, n)).astype(np.int64))
-    tx, ty = images("train-images-idx3-ubyte"), labels("train-labels-idx1-ubyte")
-    return (tx[5000:], ty[5000:]), (images("t10k-images-idx3-ubyte"), labels("t10k-labels-idx1-ubyte"))
-
-
-class TutorialCnn(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.conv1 = torch.nn.Conv2d(1, 8, 3, padding=1)
-        self.conv2 = torch.nn.Conv2d(8, 16, 3, padding=1)
-        self.fc = torch.nn.Linear(784, 10)
-
-    def forward(self, x):  # x: (B, 1, 28, 28)
-        h = F.max_pool2d(self.conv1(x), 2, 2)  # (B, 8, 14, 14)
-        h = F.max_pool2d(self.conv2(h), 2, 2)  # (B, 16, 7, 7)
-        return self.fc(h.permute(0, 2, 3, 1).reshape(x.shape[0], 784))  # (h, w, c) order, as TF's
-
-
-def glorot_init(net, seed):
-    g = torch.Generator().manual_seed(seed)
-    fans = {"conv1.weight": (9, 72), "conv1.bias": (8, 8), "conv2.weight": (72, 144), "conv2.bias": (16, 16),
-            "fc.weight": (784, 10), "fc.bias": (10, 10)}
-    with torch.no_grad():
-        for name, p in net.named_parameters():
-            limit = math.sqrt(6.0 / sum(fans[name]))
-            p.copy_(torch.rand(p.shape, generator=g) * 2 * limit - limit)
-
-
-def accuracy(net, x, y):
-    with torch.no_grad():
-        return sum(int((net(x[i:i + 1000]).argmax(1) == y[i:i + 1000]).sum()) for i in range(0, len(x), 1000)) / len(x)
+from tutorial_mnist import accuracy, build_model, load_mnist, lr_at  # the model, data and schedule (this directory)
 
 
 def main():
@@ -81,7 +36,7 @@ def main():
     ap.add_argument("--steps", type=int, default=1000, help="global steps to train")
     ap.add_argument("--batch", type=int, default=128)
     ap.add_argument("--learning_rate", type=float, default=0.01)
-    ap.add_argument("--decay", type=float, default=0.99, help="lr = learning_rate * decay^(step / (55000 / batch))")
+    ap.add_argument("--decay", type=float, default=0.99, help="lr = learning_rate * decay^(step / (60000 / batch))")
     ap.add_argument("--ema", type=float, default=0.99, help="the chief's moving-average decay")
     ap.add_argument("--ps", type=int, default=1, help="parameter-server ranks")
     ap.add_argument("--mode", default="async", choices=asyncps.MODES)
@@ -96,8 +51,7 @@ def main():
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
 
-    net = TutorialCnn()
-    glorot_init(net, args.seed)  # every rank draws the same; the servers' copy is the one used
+    net = build_model(args.seed)  # every rank draws the same; the servers' copy is the one used
     arena = asyncps.torch.ModuleArena(net)
     session = asyncps.Session(arena.layout, num_servers=args.ps, mode=args.mode, staleness=args.staleness,
                               checkpoint_dir=args.logdir or None, save_secs=args.save_secs,
@@ -109,10 +63,10 @@ def main():
             print(f"asyncps: saved {server.saved_checkpoint} (global step {server.final_step})", flush=True)
         return 0
 
-    (train_x, train_y), (test_x, test_y) = load_mnist(args.data_dir)
+    (train_x, train_y), _, (test_x, test_y) = load_mnist(args.data_dir)
+    train_x, train_y = torch.from_numpy(train_x).view(-1, 1, 28, 28), torch.from_numpy(train_y)
     rng = np.random.default_rng(args.seed * 1000003 + session.worker_index)
     perm, pos = rng.permutation(len(train_x)), 0
-    epoch_steps = len(train_x) / args.batch
     w = asyncps.WorkerClient(session)
     ema, ema_updates = None, 0
     if session.is_chief:
@@ -127,7 +81,7 @@ def main():
         arena.zero_grad()
         loss = F.cross_entropy(net(train_x[idx]), train_y[idx])
         loss.backward()  # into arena.grads
-        lr = args.learning_rate * args.decay ** (step.global_step / epoch_steps)
+        lr = lr_at(step.global_step, args.batch, args.learning_rate, args.decay)
         w.end_step(arena.grads, -lr)
         local += 1
         if ema is not None:  # TF1 ExponentialMovingAverage with num_updates: min(decay, (1+n)/(10+n))

@@ -63,7 +63,7 @@ __all__ = [
 # set mpi4py.rc.thread_level = "funneled", as Open MPI's pt2pt one-sided component, the one that
 # works between hosts without RDMA, refuses MPI_THREAD_MULTIPLE). Only the main thread may call
 # asyncps.
-_owns_mpi = _asyncps._init_mpi()
+_asyncps._init_mpi()
 # At exit: close every live Session, server and worker in reverse order of creation (the same on
 # every rank, so their collective frees match), then MPI_Finalize if we initialised MPI.
 _atexit.register(_asyncps._finalize)

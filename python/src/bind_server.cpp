@@ -20,7 +20,7 @@ void bind_server(py::module_& m) {
              asyncps::Session& s = session->get();
              FloatBuffer init = float_buffer(initial, s.layout().size(), "ParameterServer: initial", false);
              auto h = std::make_shared<ServerHandle>();
-             h->session = std::move(session);
+             h->attach(std::move(session));
              {
                py::gil_scoped_release unlocked;
                h->server = std::make_unique<asyncps::ParameterServer>(s, init.span, initial_step);
@@ -64,7 +64,10 @@ void bind_server(py::module_& m) {
       .def_property_readonly("halted", [](ServerHandle& h) { return h.get().halted(); })
       .def_property_readonly("saved_checkpoint", [](ServerHandle& h) { return h.get().saved_checkpoint(); })
       .def_property_readonly("job_staleness", [](ServerHandle& h) { return staleness_dict(h.get().job_staleness()); })
-      .def("close", [](ServerHandle& h) { h.close(); }, "Frees the window now (collective, as at exit).");
+      .def_property_readonly("closed", [](const ServerHandle& h) { return !h.server; })
+      .def("close", [](ServerHandle& h) { h.close(); },
+           "Frees the windows now. Collective with the workers' close() (as at exit): every rank closes at the "
+           "same point.");
 }
 
 }  // namespace asyncps_python

@@ -118,6 +118,14 @@ void bind_session(py::module_& m) {
       .def("describe_rank", [](const SessionHandle& h, int rank) { return h.get().describe_rank(rank); },
            py::arg("rank"))
       .def_property_readonly("closed", [](const SessionHandle& h) { return !h.session; })
+      .def(
+          "close",
+          [](SessionHandle& h) {
+            if (h.open_dependants > 0)
+              throw py::value_error("asyncps: Session.close: close its ParameterServer or WorkerClient first");
+            h.close();
+          },
+          "Frees the session's communicator (collective). Its server or worker must be closed first.")
       .def("__repr__", [](const SessionHandle& h) {
         if (!h.session) return std::string("Session(closed)");
         return "Session(" + h.session->describe_rank(h.session->roles().rank) + ", " +

@@ -15,7 +15,11 @@ namespace py = pybind11;
 namespace asyncps_python {
 namespace {
 
-std::size_t arena_floats(const WorkerHandle& h) { return h.session->get().layout().size(); }
+// (refuses a closed worker first: closing also lets go of its session)
+std::size_t arena_floats(const WorkerHandle& h) {
+  h.get();
+  return h.session->get().layout().size();
+}
 
 py::dict stats_dict(const asyncps::WorkerStats& s) {
   py::dict d;
@@ -60,7 +64,7 @@ void bind_worker(py::module_& m) {
       .def(py::init([](std::shared_ptr<SessionHandle> session) {
              asyncps::Session& s = session->get();
              auto h = std::make_shared<WorkerHandle>();
-             h->session = std::move(session);
+             h->attach(std::move(session));
              {
                py::gil_scoped_release unlocked;
                h->client = std::make_unique<asyncps::WorkerClient>(s);
@@ -201,6 +205,10 @@ void bind_worker(py::module_& m) {
             return open_or_refuse(h.shadow, "WorkerClient").load(b.span);
           },
           py::arg("shadow"), "Fills shadow from the servers; False if they hold none (a fresh job).")
+      .def_property_readonly("closed", [](const WorkerHandle& h) { return !h.client; })
+      .def("close", [](WorkerHandle& h) { h.close(); },
+           "finish()es if needed and frees the windows now. Collective with the servers' close() (as at exit): "
+           "every rank closes at the same point.")
       .def("__enter__", [](std::shared_ptr<WorkerHandle> h) { return h; })
       .def("__exit__", [](WorkerHandle& h, const py::object& type, const py::object&, const py::object&) {
         // a clean exit finishes; an exception propagates (the module's excepthook ends the job)

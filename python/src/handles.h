@@ -26,19 +26,37 @@ T& open_or_refuse(const std::unique_ptr<T>& p, const char* what) {
 
 struct SessionHandle : Closable {
   std::unique_ptr<asyncps::Session> session;
+  int open_dependants = 0;  // servers and workers built on it and not closed: they use the Session
   asyncps::Session& get() const { return open_or_refuse(session, "Session"); }
   void close() override { session.reset(); }
 };
 
-struct ServerHandle : Closable {
+// A server or worker: it uses its Session until it is closed (and a Session with open
+// dependants refuses Session.close()).
+struct SessionDependant : Closable {
   std::shared_ptr<SessionHandle> session;
-  std::unique_ptr<asyncps::ParameterServer> server;
-  asyncps::ParameterServer& get() const { return open_or_refuse(server, "ParameterServer"); }
-  void close() override { server.reset(); }
+  void attach(std::shared_ptr<SessionHandle> s) {
+    session = std::move(s);
+    ++session->open_dependants;
+  }
+  void release_session() {
+    if (session) --session->open_dependants;
+    session.reset();
+  }
+  ~SessionDependant() override { release_session(); }  // (also when the constructor threw)
 };
 
-struct WorkerHandle : Closable {
-  std::shared_ptr<SessionHandle> session;
+struct ServerHandle : SessionDependant {
+  std::unique_ptr<asyncps::ParameterServer> server;
+  asyncps::ParameterServer& get() const { return open_or_refuse(server, "ParameterServer"); }
+  void close() override {
+    server.reset();  // frees the windows: collective with the workers' close
+    release_session();
+  }
+  ~ServerHandle() override { close(); }
+};
+
+struct WorkerHandle : SessionDependant {
   std::unique_ptr<asyncps::WorkerClient> client;
   std::unique_ptr<asyncps::StepLoop> steps;
   std::unique_ptr<asyncps::ShadowStore> shadow;
@@ -48,9 +66,11 @@ struct WorkerHandle : Closable {
   void close() override {
     shadow.reset();
     steps.reset();
-    client.reset();  // finish()es unless it was
-    pending.clear();
+    client.reset();  // finish()es unless it was, frees the windows: collective with the servers' close
+    pending.clear();  // (after the client: a pull_async may write into these until it finished)
+    release_session();
   }
+  ~WorkerHandle() override { close(); }  // the same order when Python frees it unclosed
 };
 
 void bind_errors(pybind11::module_& m);

@@ -2,7 +2,9 @@
 asyncps exceptions with the library's one-line messages; buffers of the wrong dtype, size,
 layout or writability are clear ValueErrors (no crash, nothing sent); numpy arrays and CPU torch
 tensors are used in place (zero-copy); claim_step/begin_step/end_step follow the job's limit;
-a Session also takes an mpi4py communicator; closed objects refuse calls."""
+a Session also takes an mpi4py communicator; servers, workers and sessions close collectively at
+the same point on every rank (a Session only after its server or worker), and closed objects
+refuse calls."""
 import sys
 
 import numpy as np
@@ -85,6 +87,10 @@ if session.is_server:
     check(ps.final_step == LIMIT, f"final step {ps.final_step}")
     snap = ps.snapshot()
     check(snap.dtype == np.float32 and snap.shape == (40,), "snapshot is float32 (40,)")
+    raises(ValueError, session.close, "close its ParameterServer or WorkerClient first")
+    ps.close()  # collective with the worker's close() below
+    check(ps.closed, "closed server")
+    raises(ValueError, lambda: ps.snapshot(), "this ParameterServer is closed")
 else:
     import torch
 
@@ -138,6 +144,14 @@ else:
     w.finish()
     check(w.finished, "finished")
     check(w.staleness["count"] == LIMIT - 1, f"staleness counted per step: {w.staleness}")
+    raises(ValueError, session.close, "close its ParameterServer or WorkerClient first")
+    w.close()  # collective with the server's close() above
+    check(w.closed, "closed worker")
+    raises(ValueError, lambda: w.pull(params), "this WorkerClient is closed")
+rank = session.rank
+session.close()  # no server or worker left on it: frees the communicator (collective)
+check(session.closed, "closed session")
+raises(ValueError, lambda: session.rank, "this Session is closed")
 
 # ---- a second session over an mpi4py communicator (asyncps was imported first: MPI is ours)
 from mpi4py import MPI  # noqa: E402
@@ -156,5 +170,5 @@ else:
     check(w2.finished, "the context manager finished the worker")
 comm.Free()
 
-print(f"rank {session.rank}: {'PASS' if not failures else 'FAIL: ' + '; '.join(failures)}", flush=True)
+print(f"rank {rank}: {'PASS' if not failures else 'FAIL: ' + '; '.join(failures)}", flush=True)
 sys.exit(1 if failures else 0)
