@@ -32,7 +32,7 @@ Liveness::Liveness(const Session& session, SessionWindows& windows)
 }
 
 void Liveness::beat() {
-  if (!enabled()) return;
+  if (!enabled() || done_) return;
   const auto now = Clock::now();
   if (now - last_beat_ < interval_) return;
   last_beat_ = now;
@@ -54,10 +54,12 @@ void Liveness::beat() {
 }
 
 void Liveness::finished() {
-  const Roles& roles = session_->roles();
-  if (!enabled() || roles.rank == ctrl::kControlRank) return;
-  const MPI_Win w = win_->control.get();
+  if (!enabled() || done_) return;
+  done_ = true;
   if (beat_request_ != MPI_REQUEST_NULL) ASYNCPS_MPI_CHECK(MPI_Wait(&beat_request_, MPI_STATUS_IGNORE));
+  const Roles& roles = session_->roles();
+  if (roles.is_server()) return;  // servers stop with the job: nobody watches them any more
+  const MPI_Win w = win_->control.get();
   finished_add_ = ctrl::kFinished;
   ASYNCPS_MPI_CHECK(MPI_Accumulate(&finished_add_, 1, MPI_INT64_T, ctrl::kControlRank,
                                    ctrl::beats(roles.num_workers(), roles.num_servers) + roles.rank, 1, MPI_INT64_T,

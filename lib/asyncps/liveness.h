@@ -32,10 +32,12 @@ class Liveness {
   bool enabled() const noexcept { return timeout_ > 0; }
   double timeout() const noexcept { return timeout_; }
 
-  // Any rank: a heartbeat, if one is due (cheap to call often). Needs the lock_all epoch on
-  // the control window.
+  // Any rank: a heartbeat, if one is due (cheap to call often: a clock comparison). Needs the
+  // lock_all epoch on the control window. Workers beat from every operation that enters MPI
+  // (WorkerClient::Impl's flush, control_op, waitall), servers from their progress loop.
   void beat();
-  // Once, when this rank is done (before it ends its epoch on the control window).
+  // Once, when this rank is done (before it ends its epoch on the control window): completes
+  // the last heartbeat, marks the rank finished (workers), and beats no more.
   void finished();
 
   // Server 0, from its progress loop: the first rank silent for the timeout, if any.
@@ -64,6 +66,7 @@ class Liveness {
   MPI_Request beat_request_ = MPI_REQUEST_NULL;
   std::int64_t one_ = 1;  // the origin of every beat (must outlive its request)
   std::int64_t finished_add_ = 0;
+  bool done_ = false;  // finished(): no more beats
   // server 0's watch, per rank: the value last seen and when it last changed
   std::vector<std::int64_t> seen_;
   std::vector<Clock::time_point> changed_;

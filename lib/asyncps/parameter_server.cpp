@@ -105,9 +105,10 @@ void ParameterServer::serve(const std::function<void()>& tick) {
   // completes once every worker has finished. (A blocking MPI_Barrier would never match it.)
   MPI_Request done = MPI_REQUEST_NULL;
   ASYNCPS_MPI_CHECK(MPI_Ibarrier(impl_->session.comm(), &done));
-  const auto progress_once = [&] {
-    int ignored = 0;
+  const auto progress_once = [&] {  // (the stall save's progress: it keeps beating, so no worker
+    int ignored = 0;                   // takes server 0 for the silent one while it saves)
     ASYNCPS_MPI_CHECK(MPI_Test(&done, &ignored, MPI_STATUS_IGNORE));
+    impl_->liveness.beat();
   };
   impl_->progress->run_until(done, [&] {
     impl_->liveness.beat();
@@ -118,6 +119,7 @@ void ParameterServer::serve(const std::function<void()>& tick) {
     const auto t1 = detail::Timeline::Clock::now();
     if (t1 - t0 > std::chrono::microseconds(100)) impl_->timeline.span("checkpoint", t0, t1);  // a save, not a check
   });
+  impl_->liveness.finished();  // the last heartbeat completed before the job's end
   ASYNCPS_MPI_CHECK(MPI_Win_sync(impl_->win.params.get()));
   const auto t0 = detail::Timeline::Clock::now();
   impl_->final_state = detail::finish_job(impl_->session, impl_->win, impl_->ckpt.get());

@@ -18,7 +18,6 @@ std::optional<StepStart> StepLoop::begin_step(std::span<float> params, std::int6
   if (m.drained) throw Error("StepLoop::begin_step after drain(): this worker said it was done updating");
   m.end_compute();
   m.limit = limit;
-  m.liveness.beat();
   const Mode mode = m.options().mode;
   if (mode == Mode::Sync) {
     if (m.version_base < 0) m.version_base = m.fetch_and_add(detail::ctrl::kVersion, 0, MPI_NO_OP);

@@ -146,8 +146,7 @@ void WorkerClient::drain() {
     std::int64_t v[2] = {0, 0};  // done, server 0's heartbeat
     impl_->control_op(detail::ctrl::kDone, nullptr, v, 2, MPI_NO_OP);
     impl_->liveness.saw_server0(v[1]);
-    if (v[0] >= workers) break;
-    impl_->liveness.beat();
+    if (v[0] >= workers) break;  // (control_op beats)
     std::this_thread::sleep_for(std::chrono::microseconds(200));
   }
   impl_->liveness.finished();  // silent from now on by right
@@ -175,12 +174,6 @@ void WorkerClient::finish() {
   impl_->job_staleness = detail::allreduce_staleness(impl_->session.comm(), impl_->staleness);
   detail::write_timeline(impl_->session, impl_->timeline);
 }
-
-
-
-
-
-
 
 bool WorkerClient::finished() const noexcept { return impl_->finished; }
 const WorkerStats& WorkerClient::stats() const noexcept { return impl_->stats; }

@@ -97,11 +97,15 @@ struct WorkerClient::Impl {
 
   bool by_request = true;        // complete by request (transport needs the target) or by flush (one node)
   detail::RequestWaiter waiter;  // sleeps on sockets while waiting when the transport needs the target
-  void waitall(std::vector<MPI_Request>& reqs) { waiter.wait_all(reqs); }
+  void waitall(std::vector<MPI_Request>& reqs) {
+    liveness.beat();  // every operation that enters MPI beats (flush, control_op, waitall): alive
+    waiter.wait_all(reqs);
+  }
 
   // One atomic read-modify-write of `count` control slots from `slot` (MPI_NO_OP: a read),
   // completed by its request (the data coming back), not a flush.
   void control_op(int slot, const std::int64_t* add, std::int64_t* result, int count, MPI_Op op) {
+    liveness.beat();
     MPI_Request r;
     ASYNCPS_MPI_CHECK(MPI_Rget_accumulate(add, op == MPI_NO_OP ? 0 : count, MPI_INT64_T, result, count, MPI_INT64_T,
                                           detail::ctrl::kControlRank, slot, count, MPI_INT64_T, op, win.control.get(),
@@ -296,6 +300,7 @@ struct WorkerClient::Impl {
 
   // Completes this worker's operations on `w` at every server that holds a shard.
   void flush(MPI_Win w) {
+    liveness.beat();
     for (const Shard& sh : session.plan().shards())
       if (sh.size > 0) ASYNCPS_MPI_CHECK(MPI_Win_flush(sh.server, w));
   }
@@ -323,8 +328,7 @@ struct WorkerClient::Impl {
     int backoff_us = 20;
     bool waited = false;
     for (;;) {
-      liveness.beat();  // waiting is alive: the rank waited for is the silent one
-      if (ready()) break;
+      if (ready()) break;  // (ready() and job_complete() beat: waiting is alive, the rank waited for is the silent one)
       if (job_complete()) return false;
       waited = true;
       std::this_thread::sleep_for(std::chrono::microseconds(backoff_us));

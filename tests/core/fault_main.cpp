@@ -14,6 +14,9 @@
 //   pause_after_drain  (stall timeout 1 s) RANK (a worker) sleeps 4 s between drain() and
 //                  finish() (the chief evaluating): no stall, the job ends well (exit 0,
 //                  "pause_after_drain: ok"); the workers then train 2,000 steps, not forever
+//   transport_loop (stall timeout 1 s) every worker drives the plain transport (pull, compute
+//                  1 ms, push; no StepLoop) for 3 s: alive all along, so no stall (exit 0,
+//                  "transport_loop: ok" from RANK)
 //   halt_keeps_older DIR  checkpoints in DIR every 0.1 s, keep 1; after 1 s RANK (a worker) asks
 //                  for a halt: the final save must not prune the last periodic checkpoint
 // The workers train "forever" (1e12 steps), so only the failure can end the job. It must end
@@ -55,7 +58,7 @@ int main(int argc, char** argv) {
     layout.add("w", {1000});
     asyncps::Options options;
     options.num_servers = 2;
-    const bool pause = where == "pause_in_step" || where == "pause_after_drain";
+    const bool pause = where == "pause_in_step" || where == "pause_after_drain" || where == "transport_loop";
     if (pause) options.stall_timeout = 1;
     if (where == "halt_keeps_older") {
       options.checkpoint.dir = argv[3];
@@ -78,7 +81,12 @@ int main(int argc, char** argv) {
       asyncps::StepLoop steps(w);
       std::vector<float> params(layout.size()), grad(layout.size(), 0.f);
       const std::int64_t limit = where == "pause_after_drain" ? 2000 : 1'000'000'000'000;
-      for (int step = 0; steps.begin_step(params, limit); ++step) {
+      while (where == "transport_loop" && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(3)) {
+        w.pull(params);
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        w.push(grad, -0.1f);
+      }
+      for (int step = 0; where != "transport_loop" && steps.begin_step(params, limit); ++step) {
         if (me && where == "mid_training" && step == 50) fail_here(where);
         if (me && where == "pause_in_step" && step == 50) std::this_thread::sleep_for(std::chrono::seconds(4));
         if (me && where == "halt_keeps_older" && std::chrono::steady_clock::now() - t0 > std::chrono::seconds(1))
@@ -90,6 +98,7 @@ int main(int argc, char** argv) {
       if (me && where == "pause_after_drain") std::this_thread::sleep_for(std::chrono::seconds(4));
       w.finish();
       if (me && where == "pause_after_drain") std::printf("pause_after_drain: ok\n");
+      if (me && where == "transport_loop") std::printf("transport_loop: ok\n");
     }
   } catch (const std::exception& e) {
     asyncps::abort_job(e.what());
