@@ -7,6 +7,7 @@
 
 #include "asyncps/error.h"
 #include "check.h"
+#include "string_collectives.h"
 
 namespace asyncps::detail {
 
@@ -49,35 +50,17 @@ std::string Timeline::to_json(int rank, const std::string& label) const {
 }
 
 void Timeline::write(MPI_Comm comm, const std::string& path, const std::string& label) const {
-  int rank = 0, size = 0;
+  int rank = 0;
   MPI_Comm_rank(comm, &rank);
-  MPI_Comm_size(comm, &size);
   const std::string mine = to_json(rank, label);
-  const int len = static_cast<int>(mine.size());
-  std::vector<int> lens(static_cast<std::size_t>(size)), displs(static_cast<std::size_t>(size));
-  ASYNCPS_MPI_CHECK(MPI_Gather(&len, 1, MPI_INT, lens.data(), 1, MPI_INT, 0, comm));
-  std::string all;
-  if (rank == 0) {
-    long long total = 0;
-    for (int r = 0; r < size; ++r) {
-      displs[static_cast<std::size_t>(r)] = static_cast<int>(total);
-      total += lens[static_cast<std::size_t>(r)];
-    }
-    all.resize(static_cast<std::size_t>(total));
-  }
-  ASYNCPS_MPI_CHECK(MPI_Gatherv(mine.data(), len, MPI_CHAR, all.data(), lens.data(), displs.data(), MPI_CHAR, 0, comm));
+  const std::vector<std::string> parts = gather_strings(comm, mine);
   if (rank != 0) return;
   const std::string tmp = path + ".tmp";
   {
     std::ofstream f(tmp, std::ios::trunc);
     if (!f) throw Error("timeline: cannot write " + tmp);
     f << "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n";
-    std::size_t at = 0;
-    for (int r = 0; r < size; ++r) {
-      if (r) f << ",\n";
-      f.write(all.data() + at, lens[static_cast<std::size_t>(r)]);
-      at += static_cast<std::size_t>(lens[static_cast<std::size_t>(r)]);
-    }
+    for (std::size_t r = 0; r < parts.size(); ++r) f << (r ? ",\n" : "") << parts[r];
     f << "\n]}\n";
     if (!f.flush()) throw Error("timeline: writing " + tmp + " failed");
   }
