@@ -1,8 +1,12 @@
 # The two commands of the README:
 #   make run    set up what is missing, build, and train the MNIST job (1 server + 1 worker)
 #   make test   set up what is missing, build, and run every test with ctest
-# Other targets: make deps | data | build | bench | convergence | bench-python | clean.  Variables: BUILD, NP, HOSTFILE, CMAKE_ARGS.
+# Other targets: make deps | data | build | bench | convergence | bench-python | sanitize | fuzz | clean.
+# Variables: BUILD, NP, HOSTFILE, CMAKE_ARGS, ASAN_BUILD, FUZZ_BUILD, FUZZ_SECONDS.
 BUILD    ?= build
+ASAN_BUILD   ?= build-asan
+FUZZ_BUILD   ?= build-fuzz
+FUZZ_SECONDS ?= 60
 NP       ?= 2
 HOSTFILE ?= hostfiles/localhost
 RUN_ARGS ?=
@@ -13,7 +17,7 @@ JOBS     ?= $(shell nproc)
 export OMPI_ALLOW_RUN_AS_ROOT := 1
 export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM := 1
 
-.PHONY: all deps data configure build test run bench convergence bench-python clean
+.PHONY: all deps data configure build test run bench convergence bench-python sanitize fuzz clean
 all: build
 
 deps:
@@ -53,6 +57,23 @@ convergence: data build
 
 bench-python: data build
 	bench/python.sh $(BUILD)
+
+# ASan + UBSan (GCC): everything built with ASYNCPS_SANITIZE=address,undefined in $(ASAN_BUILD),
+# every test run under it; any sanitizer report fails (README "Sanitizers and fuzzers").
+sanitize: data
+	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DASYNCPS_SANITIZE=address,undefined \
+	  -DASYNCPS_WITH_CUDA=OFF -DASYNCPS_BUILD_BENCH=OFF $(CMAKE_ARGS)
+	cmake --build $(ASAN_BUILD) -j $(JOBS)
+	scripts/run-sanitizer-tests.sh $(ASAN_BUILD)
+
+# The libFuzzer targets of fuzz/ (clang 14), each run for FUZZ_SECONDS on a copy of its seeds.
+fuzz: deps
+	@scripts/install-deps.sh --fuzz
+	cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++-14 \
+	  -DCMAKE_C_COMPILER=clang-14 -DASYNCPS_BUILD_FUZZERS=ON -DASYNCPS_BUILD_TESTS=OFF -DASYNCPS_BUILD_BENCH=OFF \
+	  -DASYNCPS_BUILD_APPS=OFF -DASYNCPS_BUILD_PYTHON=OFF -DASYNCPS_WITH_CUDA=OFF
+	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target asyncps_fuzzers
+	scripts/run-fuzzers.sh $(FUZZ_BUILD) $(FUZZ_SECONDS)
 
 clean:
 	rm -rf $(BUILD)

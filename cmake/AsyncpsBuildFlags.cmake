@@ -1,6 +1,7 @@
 # Build flags as targets, never directory-wide (nothing here reaches an installed target's
 # usage requirements):
-#   asyncps_build   warnings (and sanitizers when ASYNCPS_SANITIZE is set): every target of
+#   asyncps_build   warnings (and sanitizers when ASYNCPS_SANITIZE is set, libFuzzer's coverage
+#                   when ASYNCPS_BUILD_FUZZERS is ON): every target of
 #                   this project links it PRIVATE; the installed library through
 #                   $<BUILD_INTERFACE:...>, so its exported link interface never names it
 #   asyncps_native  -march=native when ASYNCPS_NATIVE is ON (an opt-in; `make` turns it on for
@@ -11,8 +12,16 @@
 add_library(asyncps_build INTERFACE)
 target_compile_options(asyncps_build INTERFACE "$<$<COMPILE_LANGUAGE:CXX>:-Wall;-Wextra>")
 if(ASYNCPS_SANITIZE)
-  target_compile_options(asyncps_build INTERFACE -fsanitize=${ASYNCPS_SANITIZE} -fno-omit-frame-pointer)
+  # every report is fatal (UBSan would otherwise print and go on, and the test would pass)
+  target_compile_options(asyncps_build INTERFACE -fsanitize=${ASYNCPS_SANITIZE} -fno-sanitize-recover=all
+                         -fno-omit-frame-pointer)
   target_link_options(asyncps_build INTERFACE -fsanitize=${ASYNCPS_SANITIZE})
+  include(AsyncpsSanitizers)
+endif()
+# libFuzzer (fuzz/, clang only): the libraries get its coverage instrumentation too, so that the
+# fuzzers are guided by the parsers' branches, not only by their own
+if(ASYNCPS_BUILD_FUZZERS)
+  target_compile_options(asyncps_build INTERFACE -fsanitize=fuzzer-no-link)
 endif()
 
 add_library(asyncps_native INTERFACE)

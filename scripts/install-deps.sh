@@ -9,7 +9,15 @@ set -euo pipefail
 PKGS=(build-essential cmake pkg-config libopenmpi-dev openmpi-bin libeigen3-dev libboost-program-options-dev catch2
       iproute2 procps npm python3 python3-dev pybind11-dev python3-numpy python3-mpi4py python3-torch)
 # --bench: also what `make bench` plots with (matplotlib)
-[ "${1:-}" = "--bench" ] && PKGS+=(python3-matplotlib)
+# --fuzz: also clang 14 with its sanitizer and libFuzzer runtimes (`make fuzz`; the sanitizer
+# build, `make sanitize`, needs only GCC's libasan and libubsan, which come with g++)
+for arg in "$@"; do
+  case $arg in
+    --bench) PKGS+=(python3-matplotlib) ;;
+    --fuzz) PKGS+=(clang-14 libclang-rt-14-dev) ;;
+    *) echo "usage: $0 [--bench] [--fuzz]" >&2; exit 2 ;;
+  esac
+done
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -11,7 +11,9 @@
 # brought up to date, then `cmake --install BUILD_DIR --prefix ...`. Without it the library is
 # configured and built afresh in the temporary folder.
 # Environment: CMAKE (cmake), MPIEXEC (mpirun), CXX (c++), PKG_CONFIG (pkg-config),
-# DOWNSTREAM_TIMEOUT (seconds per mpirun, 60), KEEP_TMP=1 keeps the temporary folder.
+# DOWNSTREAM_TIMEOUT (seconds per mpirun, 60), KEEP_TMP=1 keeps the temporary folder;
+# CXXFLAGS and LDFLAGS go into every downstream compile and link (CMake reads them too: a
+# sanitizer build's tests set them to its -fsanitize).
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 src=$(cd "$here/.." && pwd)
@@ -93,14 +95,14 @@ incdir=$("$PKG_CONFIG" --variable=includedir asyncps)
 [ "$(realpath "$incdir")" = "$(realpath "$prefix/include")" ] \
   || fail "pkg-config includedir $incdir is not $prefix/include (the .pc file must follow the prefix)"
 # shellcheck disable=SC2086
-"$CXX" -std=c++20 -O1 -o "$tmp/pc_downstream" "$src/tests/downstream/main.cpp" $flags -Wl,-rpath,"$libdir"
+"$CXX" ${CXXFLAGS:-} -std=c++20 -O1 -o "$tmp/pc_downstream" "$src/tests/downstream/main.cpp" $flags -Wl,-rpath,"$libdir" ${LDFLAGS:-}
 run_np3 "$tmp/pc_downstream"
 static_flags=$("$PKG_CONFIG" --static --cflags --libs asyncps)
 echo "--static: $static_flags"
 # shellcheck disable=SC2086
-"$CXX" -std=c++20 -O1 -o "$tmp/pc_downstream_static" "$src/tests/downstream/main.cpp" \
+"$CXX" ${CXXFLAGS:-} -std=c++20 -O1 -o "$tmp/pc_downstream_static" "$src/tests/downstream/main.cpp" \
   $("$PKG_CONFIG" --static --cflags asyncps) -L"$libdir" -Wl,-Bstatic -lasyncps -Wl,-Bdynamic \
-  $("$PKG_CONFIG" --static --libs asyncps | sed 's/-lasyncps//')
+  $("$PKG_CONFIG" --static --libs asyncps | sed 's/-lasyncps//') ${LDFLAGS:-}
 if ldd "$tmp/pc_downstream_static" | grep -q "libasyncps.so"; then fail "the static pkg-config build links libasyncps.so"; fi
 run_np3 "$tmp/pc_downstream_static"
 

@@ -6,23 +6,11 @@
 #include <cstdio>
 #include <exception>
 #include <string_view>
-#include <initializer_list>
 #include <string>
-#include <utility>
 
 #include "asyncps/asyncps.h"
 #include "options.h"
 #include "train_worker.h"
-
-namespace {
-// The enum a (validated) flag value names; `otherwise` for the default value.
-template <class E>
-E choice(const std::string& value, std::initializer_list<std::pair<const char*, E>> named, E otherwise) {
-  for (const auto& [name, e] : named)
-    if (value == name) return e;
-  return otherwise;
-}
-}  // namespace
 
 int main(int argc, char** argv) {
   asyncps::MpiEnvironment mpi(&argc, &argv);
@@ -42,27 +30,7 @@ int main(int argc, char** argv) {
     mnist_async::check_writable_dir(config->logdir, "--logdir");  // every rank: its host's logdir
     if (!config->export_dir.empty() && rank == config->ps)  // the chief exports at the end: fail now
       mnist_async::check_writable_dir(config->export_dir, "--export_dir");
-    asyncps::Options options;
-    options.num_servers = config->ps;
-    options.server_poll_us = config->server_poll_us;
-    options.server_progress = choice(config->server_progress, {{"poll", asyncps::ServerProgress::Poll},
-                                                               {"wake", asyncps::ServerProgress::Wake}},
-                                     asyncps::ServerProgress::Auto);
-    options.server_spin_us = config->server_spin_us;
-    options.wait_spin_us = config->wait_spin_us;
-    options.timeline = config->timeline;
-    options.stall_timeout = config->stall_timeout;
-    options.mode = choice(config->mode, {{"sync", asyncps::Mode::Sync}, {"ssp", asyncps::Mode::Ssp}}, asyncps::Mode::Async);
-    options.staleness = config->staleness;
-    options.staleness_lr = config->staleness_lr;
-    options.dc_lambda = config->dc_lambda;
-    options.overlap = config->overlap;
-    options.pull = choice(config->pull, {{"get", asyncps::PullMethod::Get}}, asyncps::PullMethod::GetAccumulate);
-    options.checkpoint.dir = config->logdir;
-    options.checkpoint.save_secs = config->save_secs;
-    options.checkpoint.keep = config->keep_checkpoints;
-    options.checkpoint.restart_from = config->restart_from;
-    options.checkpoint.restore = !config->no_restore;
+    const asyncps::Options options = mnist_async::to_options(*config);
     asyncps::Session session(MPI_COMM_WORLD, mnist_async::mnist_layout(), options);
     // exit code 3 on every rank when a worker halted the job (--halt_on_nonfinite)
     return session.roles().is_server() ? mnist_async::run_server(*config, session)

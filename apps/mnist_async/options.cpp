@@ -3,6 +3,7 @@
 
 #include <boost/program_options.hpp>
 #include <cmath>
+#include <initializer_list>
 #include <cstring>
 #include <utility>
 #include <limits>
@@ -11,6 +12,7 @@
 #include <sstream>
 
 #include "asyncps/error.h"
+#include "asyncps/session.h"
 
 namespace po = boost::program_options;
 
@@ -46,33 +48,20 @@ void validate(const Config& c) {
   require(c.train_limit >= 0, "--train_limit must be >= 0 (0: all), got " + std::to_string(c.train_limit));
   require(std::isfinite(c.moving_average_decay) && c.moving_average_decay >= 0 && c.moving_average_decay < 1,
           "--moving_average_decay must be in [0, 1), got " + show(c.moving_average_decay));
-  require(c.ps >= 1, "--ps must be at least 1, got " + std::to_string(c.ps));
   require(c.device == "cpu" || c.device == "gpu" || c.device == "auto",
           "--device must be cpu, gpu or auto, got '" + c.device + "'");
   require(std::isfinite(c.save_summaries_secs) && c.save_summaries_secs >= 0 && c.save_summaries_secs <= 1e9,
           "--save_summaries_secs must be in [0, 1e9], got " + show(c.save_summaries_secs));
   require(c.log_every > 0, "--log_every must be positive, got " + std::to_string(c.log_every));
-  require(c.ps <= 65536, "--ps must be at most 65536, got " + std::to_string(c.ps));
   require(c.mode == "async" || c.mode == "sync" || c.mode == "ssp",
           "--mode must be async, sync or ssp, got '" + c.mode + "'");
-  require(c.staleness >= 0 && c.staleness <= 1000000,
-          "--staleness must be in [0, 1000000], got " + std::to_string(c.staleness));
   require(std::isfinite(c.straggler_ms) && c.straggler_ms >= 0 && c.straggler_ms <= 3.6e6,
           "--straggler_ms must be in [0, 3600000], got " + show(c.straggler_ms));
   require(c.pull == "get_accumulate" || c.pull == "get",
           "--pull must be get_accumulate or get, got '" + c.pull + "'");
   require(c.server_progress == "auto" || c.server_progress == "poll" || c.server_progress == "wake",
           "--server_progress must be auto, poll or wake, got " + c.server_progress);
-  require(c.server_spin_us >= 0 && c.server_spin_us <= 1000000,
-          "--server_spin_us must be in [0, 1000000], got " + std::to_string(c.server_spin_us));
-  require(c.wait_spin_us >= 0 && c.wait_spin_us <= 1000000,
-          "--wait_spin_us must be in [0, 1000000], got " + std::to_string(c.wait_spin_us));
-  require(c.server_poll_us >= -1 && c.server_poll_us <= 1000000,
-          "--server_poll_us must be -1 (auto) or in [0, 1000000], got " + std::to_string(c.server_poll_us));
   require(!c.logdir.empty(), "--logdir must not be empty");
-  require(std::isfinite(c.dc_lambda) && c.dc_lambda >= 0 && c.dc_lambda <= 1e6,
-          "--dc_lambda must be in [0, 1e6], got " + show(c.dc_lambda));
-  require(c.dc_lambda == 0 || c.mode != "sync", "--dc_lambda is for --mode async and ssp (sync has no delay)");
   require(c.eval_every >= 0, "--eval_every must be >= 0, got " + std::to_string(c.eval_every));
   require(std::isfinite(c.eval_target) && c.eval_target > 0 && c.eval_target <= 1,
           "--eval_target must be in (0, 1], got " + show(c.eval_target));
@@ -80,15 +69,43 @@ void validate(const Config& c) {
           "--optimizer must be sgd or momentum, got '" + c.optimizer + "'");
   require(std::isfinite(c.momentum) && c.momentum >= 0 && c.momentum < 1,
           "--momentum must be in [0, 1), got " + show(c.momentum));
-  require(std::isfinite(c.stall_timeout) && c.stall_timeout >= 0 && c.stall_timeout <= 1e6,
-          "--stall_timeout must be in [0, 1e6] seconds (0: off), got " + show(c.stall_timeout));
-  require(std::isfinite(c.save_secs) && c.save_secs >= 0 && c.save_secs <= 1e9,
-          "--save_secs must be in [0, 1e9], got " + show(c.save_secs));
-  require(c.keep_checkpoints >= 1 && c.keep_checkpoints <= 1000000,
-          "--keep_checkpoints must be in [1, 1000000], got " + std::to_string(c.keep_checkpoints));
+  // what the library takes is checked by the library, once (with_flag_names names the flags)
+  asyncps::validate(to_options(c));
+}
+
+// The enum a (validated) flag value names; `otherwise` for the default value.
+template <class E>
+E choice(const std::string& value, std::initializer_list<std::pair<const char*, E>> named, E otherwise) {
+  for (const auto& [name, e] : named)
+    if (value == name) return e;
+  return otherwise;
 }
 
 }  // namespace
+
+asyncps::Options to_options(const Config& c) {
+  asyncps::Options o;
+  o.num_servers = c.ps;
+  o.server_poll_us = c.server_poll_us;
+  o.server_progress = choice(c.server_progress, {{"poll", asyncps::ServerProgress::Poll}, {"wake", asyncps::ServerProgress::Wake}},
+                             asyncps::ServerProgress::Auto);
+  o.server_spin_us = c.server_spin_us;
+  o.wait_spin_us = c.wait_spin_us;
+  o.timeline = c.timeline;
+  o.stall_timeout = c.stall_timeout;
+  o.mode = choice(c.mode, {{"sync", asyncps::Mode::Sync}, {"ssp", asyncps::Mode::Ssp}}, asyncps::Mode::Async);
+  o.staleness = c.staleness;
+  o.staleness_lr = c.staleness_lr;
+  o.dc_lambda = c.dc_lambda;
+  o.overlap = c.overlap;
+  o.pull = choice(c.pull, {{"get", asyncps::PullMethod::Get}}, asyncps::PullMethod::GetAccumulate);
+  o.checkpoint.dir = c.logdir;
+  o.checkpoint.save_secs = c.save_secs;
+  o.checkpoint.keep = c.keep_checkpoints;
+  o.checkpoint.restart_from = c.restart_from;
+  o.checkpoint.restore = !c.no_restore;
+  return o;
+}
 
 std::string with_flag_names(std::string_view library_message) {
   static const std::pair<const char*, const char*> kNames[] = {  // longest first
@@ -105,6 +122,14 @@ std::string with_flag_names(std::string_view library_message) {
       {"Options::staleness", "--staleness"},
       {"Options::mode", "--mode"},
       {"Options::stall_timeout", "--stall_timeout"},
+      {"Options::server_progress", "--server_progress"},
+      {"Options::server_poll_us", "--server_poll_us"},
+      {"Options::server_spin_us", "--server_spin_us"},
+      {"Options::wait_spin_us", "--wait_spin_us"},
+      {"Options::overlap", "--overlap"},
+      {"Options::timeline", "--timeline"},
+      {"Options::pull", "--pull"},
+      {"Options::chunk_bytes", "the chunk size"},
       {"the same Options", "the same flags"},
   };
   std::string m(library_message);

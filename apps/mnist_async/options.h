@@ -5,8 +5,8 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <string>
-#include <string_view>
+
+#include "asyncps/session.h"
 
 namespace mnist_async {
 
@@ -57,7 +57,10 @@ struct Config {
 // this program's flags (--ps, ...), for the lines a user of mnist_async reads.
 std::string with_flag_names(std::string_view library_message);
 
-// Parses and validates argv. Returns nullopt after printing --help (the caller exits 0).
+// The library's Options as the flags give them (the library validates them).
+asyncps::Options to_options(const Config& c);
+
+// Parses and validates argv (the flags the library takes through asyncps::validate). Returns nullopt after printing --help (the caller exits 0).
 // Throws asyncps::ConfigError with one line naming the bad flag.
 std::optional<Config> parse_config(int argc, char** argv, bool print_help);
 

@@ -121,7 +121,10 @@ int run_eval(const Config& config) {
     index = all.front();
   }
   const auto ckpt = asyncps::read_checkpoint(index, layout);
-  const auto data = asyncps::mnist::load_mnist(config.data_dir);
+  const auto data = [&] {
+    asyncps::StallWatch watch(asyncps::watch_timeout(config.stall_timeout), "reading the MNIST data in " + config.data_dir);
+    return asyncps::mnist::load_mnist(config.data_dir);
+  }();
   auto backend = make_backend(config.device, 1000, 0);
   const Accuracy plain = evaluate(*backend, data, ckpt.params);
   std::printf("%s (global step %lld): validation accuracy %.4f, test accuracy %.4f", index.c_str(),
@@ -143,7 +146,10 @@ int run_worker(const Config& config, asyncps::Session& session) {
   const asyncps::Roles& roles = session.roles();
   const bool chief = roles.is_chief();
   const bool talk = chief || config.verbose;
-  auto data = asyncps::mnist::load_mnist(config.data_dir, static_cast<std::size_t>(config.train_limit));
+  auto data = [&] {  // watched: a data directory that never answers ends the job, not hangs it
+    asyncps::StallWatch watch(asyncps::watch_timeout(config.stall_timeout), "reading the MNIST data in " + config.data_dir);
+    return asyncps::mnist::load_mnist(config.data_dir, static_cast<std::size_t>(config.train_limit));
+  }();
   auto backend = make_backend(config.device, config.batch_size, roles.worker_index());
   std::optional<MetricsLog> metrics;
   if (chief) metrics.emplace(config.logdir);

@@ -1,5 +1,5 @@
-// defines: asyncps::CheckpointOptions, asyncps::CheckpointData, read_checkpoint,
-//          list_checkpoints, export_npy
+// defines: asyncps::CheckpointOptions, asyncps::validate(CheckpointOptions), asyncps::CheckpointData,
+//          read_checkpoint, list_checkpoints, export_npy
 // Crash-safe checkpoints of the arena and the chief's EMA shadow, written by the servers from
 // their own window memory (each server its shard: no parameter crosses the network to be saved).
 //
@@ -34,6 +34,14 @@ struct CheckpointOptions {
   bool restore = true;         // start from the newest valid checkpoint in dir, if there is one
 };
 
+// Throws ConfigError naming the field ("Options::checkpoint.keep must be ..."), or returns:
+// keep in [1, limits::kMaxCheckpointsKept] (the final save is one of those kept: 0 would delete
+// it right after writing it), save_secs in [0, 1e9], paths without NUL bytes. Whether
+// restart_from can be read is the restore's to say (only rank 0 reads it, other hosts may not
+// see it): a collective CheckpointError naming it. Session's constructor calls it (through
+// validate(const Options&)). Defined in validate.cpp.
+void validate(const CheckpointOptions& options);
+
 struct CheckpointData {
   std::int64_t global_step = 0;
   int num_servers = 0;
@@ -42,14 +50,17 @@ struct CheckpointData {
 };
 
 // Reads and verifies a whole checkpoint (its index and every shard). Throws CheckpointError
-// naming the file and the problem: missing, truncated, checksum mismatch, foreign layout.
+// naming the file and the problem: missing, truncated, checksum mismatch, foreign layout, larger
+// than a checkpoint of this layout can be (refused before anything is read or allocated).
 CheckpointData read_checkpoint(const std::filesystem::path& index, const ParamLayout& layout);
 
-// The checkpoints in `dir`, newest first (by step), as index paths (not yet verified).
+// The checkpoints in `dir`, newest first (by step), as index paths (not yet verified). Never
+// throws for the file system's sake: a directory that cannot be read lists what it could.
 std::vector<std::filesystem::path> list_checkpoints(const std::filesystem::path& dir);
 
 // Writes each tensor of `arena` as <dir>/<name>.npy (NumPy format 1.0, little-endian float32,
-// C order, the tensor's shape). numpy.load() reads them.
+// C order, the tensor's shape). numpy.load() reads them. Every name is checked first
+// (limits::tensor_name_problem, and <name>.npy must fit a file name): ConfigError, nothing written.
 void export_npy(const std::filesystem::path& dir, const ParamLayout& layout, const std::vector<float>& arena);
 
 }  // namespace asyncps

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace asyncps {
@@ -26,8 +27,12 @@ struct TensorInfo {
 
 class ParamLayout {
  public:
-  // Appends a tensor; returns its offset. Throws ConfigError for an empty name, a duplicate
-  // name or a non-positive dimension.
+  // Appends a tensor; returns its offset. Throws ConfigError for a name that is not a valid
+  // tensor name (limits::tensor_name_problem: 1..251 bytes, no '/', '\\' or control character,
+  // not "." or ".."), a duplicate name, more than limits::kMaxTensors tensors or
+  // limits::kMaxTensorRank dimensions, a non-positive dimension, or an arena that would exceed
+  // limits::kMaxArenaFloats floats (all size arithmetic is overflow-checked). An empty shape is
+  // a scalar (one float).
   std::size_t add(const std::string& name, const std::vector<std::int64_t>& shape);
 
   std::size_t size() const noexcept { return size_; }
@@ -44,6 +49,7 @@ class ParamLayout {
 
  private:
   std::vector<TensorInfo> tensors_;
+  std::unordered_map<std::string, std::size_t> by_name_;  // name -> index in tensors_
   std::size_t size_ = 0;
 };
 

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "asyncps/checkpoint.h"
@@ -74,11 +75,18 @@ struct Options {
   CheckpointOptions checkpoint = {};  // where and how often servers save (default: never)
 };
 
+// Throws ConfigError naming the first field out of range or without effect
+// ("Options::stall_timeout must be ..."), or returns. Session's constructor calls it.
+void validate(const Options& options);
+
 class Session {
  public:
   // Collective over `comm` (which is duplicated: the library's traffic never mixes with the
-  // caller's). Throws ConfigError on every rank for fewer than 2 ranks, S >= ranks, or a layout
-  // or options that differ between ranks.
+  // caller's). Throws ConfigError on every rank for fewer than 2 ranks, S >= ranks, an empty
+  // layout, options that validate() refuses on any rank (every rank throws that rank's
+  // message), or a layout or options that differ between ranks.
+  // The thread that creates the Session is the only one that may call the library on it, its
+  // servers and workers (MPI_THREAD_FUNNELED): a call from another thread throws ConfigError.
   Session(MPI_Comm comm, ParamLayout layout, Options options = {});
   ~Session();
   Session(const Session&) = delete;
@@ -96,12 +104,16 @@ class Session {
   int server_poll_us() const noexcept;
   // "worker 1 (rank 2 on host-b)" / "server 0 (rank 0 on host-a)": a rank as messages name it.
   std::string describe_rank(int rank) const;
-  const std::string& host(int rank) const;  // that rank's host (MPI_Get_processor_name), gathered at start
+  const std::string& host(int rank) const;
+  std::string role_name() const;  // this rank's role: "server 0", "worker 1"  // that rank's host (MPI_Get_processor_name), gathered at start
   // Ranks of the session on this rank's node (this one included).
   int node_ranks() const noexcept { return node_ranks_; }
   // Whether some other rank on this node may talk to this one over shared memory (Open MPI's
   // vader/sm transport not excluded): its messages wake no socket.
   bool shared_memory_neighbours() const noexcept;
+  // Throws ConfigError unless called on the thread that created the Session (`call` names the
+  // public call in the message). Every public call of the library on this session checks it.
+  void check_thread(const char* call) const;
 
  private:
   MPI_Comm comm_ = MPI_COMM_NULL;
@@ -112,6 +124,7 @@ class Session {
   bool single_node_ = false;
   int node_ranks_ = 1;
   std::vector<std::string> hosts_;  // every rank's host (MPI_Get_processor_name)
+  std::thread::id owner_;           // the thread that created it (FUNNELED)
 };
 
 }  // namespace asyncps

@@ -6,9 +6,14 @@
 #include <string>
 
 #include "asyncps/error.h"
+#include "asyncps/limits.h"
 #include "checkpoint_format.h"
 
 namespace asyncps {
+
+namespace {
+constexpr std::size_t kMaxFileNameBytes = 255;  // NAME_MAX on every common file system
+}  // namespace
 
 CheckpointData read_checkpoint(const std::filesystem::path& index_file, const ParamLayout& layout) {
   const detail::Index index = detail::read_index(index_file, /*follow_links=*/true);  // a path the caller named
@@ -21,8 +26,9 @@ CheckpointData read_checkpoint(const std::filesystem::path& index_file, const Pa
   out.params.assign(layout.size(), 0.f);
   bool all_shadow = true;
   std::vector<float> shadow(layout.size(), 0.f);
+  // (the index's shards tile its arena, which is this layout's: every copy below stays inside)
   for (const auto& e : index.shards) {
-    const auto file = index_file.parent_path() / e.file;
+    const auto file = index_file.parent_path() / e.file;  // a plain name (parse_index)
     const detail::ShardFile s = detail::read_shard(file, layout);
     if (s.checksum != e.checksum || s.header.offset != e.offset || s.header.count != e.count)
       throw CheckpointError(file.string() + ": does not match its index " + index_file.filename().string() +
@@ -37,15 +43,14 @@ CheckpointData read_checkpoint(const std::filesystem::path& index_file, const Pa
 
 std::vector<std::filesystem::path> list_checkpoints(const std::filesystem::path& dir) {
   static const std::regex re(R"(^ckpt-(\d+)\.index$)");
-  std::vector<std::pair<long long, std::filesystem::path>> found;
-  std::error_code ec;
-  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
-    const std::string name = entry.path().filename().string();
+  std::vector<std::pair<std::int64_t, std::filesystem::path>> found;
+  // an error ends the listing early (what was found is listed): never a throw
+  detail::for_each_name(dir, [&](const std::string& name) {
     std::smatch m;
-    if (!std::regex_match(name, m, re)) continue;
+    if (!std::regex_match(name, m, re)) return;
     const std::int64_t step = detail::parse_step(m[1].str());  // -1: digits that do not fit: not ours
-    if (step >= 0) found.emplace_back(step, entry.path());
-  }
+    if (step >= 0) found.emplace_back(step, dir / name);
+  });
   std::sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
   std::vector<std::filesystem::path> out;
   for (auto& f : found) out.push_back(std::move(f.second));
@@ -54,6 +59,17 @@ std::vector<std::filesystem::path> list_checkpoints(const std::filesystem::path&
 
 void export_npy(const std::filesystem::path& dir, const ParamLayout& layout, const std::vector<float>& arena) {
   if (arena.size() != layout.size()) throw Error("export_npy: the arena does not match the layout");
+  // every name becomes a file name in `dir`: all are checked before anything is written
+  for (const auto& t : layout.tensors()) {
+    if (auto p = limits::tensor_name_problem(t.name); !p.empty())
+      throw ConfigError("export_npy: a tensor name " + p + "; nothing exported");
+    if (t.name.size() + 4 > kMaxFileNameBytes)
+      throw ConfigError("export_npy: tensor '" + t.name + "': '" + t.name + ".npy' would be " +
+                        std::to_string(t.name.size() + 4) + " bytes, more than a file name can be (" +
+                        std::to_string(kMaxFileNameBytes) + "); nothing exported");
+    if (t.offset > arena.size() || t.size > arena.size() - t.offset)
+      throw Error("export_npy: tensor '" + t.name + "' lies outside the arena");
+  }
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) throw Error(dir.string() + ": cannot create it: " + ec.message());
@@ -72,7 +88,8 @@ void export_npy(const std::filesystem::path& dir, const ParamLayout& layout, con
     bytes += static_cast<char>(len >> 8);
     bytes += dict;
     bytes.append(reinterpret_cast<const char*>(arena.data() + t.offset), t.size * sizeof(float));
-    detail::write_file_atomically(dir / (t.name + ".npy"), bytes);
+    // (a temporary name of its own: "<name>.npy.tmp" could exceed a file name's length)
+    detail::write_file_atomically(dir / (t.name + ".npy"), bytes, dir / ".export-npy.tmp");
   }
 }
 

@@ -3,10 +3,13 @@
 #pragma once
 #include <cstdint>
 #include <filesystem>
+#include <functional>
+#include <system_error>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "asyncps/limits.h"
 #include "asyncps/param_layout.h"
 
 namespace asyncps::detail {
@@ -42,42 +45,82 @@ struct Index {
 // int64 (a stray "ckpt-123456789012345678901.index" is not a checkpoint, and never throws).
 std::int64_t parse_step(const std::string& digits) noexcept;
 
+// Calls `f` with the name of each entry of `dir`. Never throws for the file system's sake: an
+// error (a directory that cannot be opened or read; a missing one gives
+// no_such_file_or_directory) ends the listing early and is returned.
+std::error_code for_each_name(const fs::path& dir, const std::function<void(const std::string& name)>& f);
+
 fs::path shard_path(const fs::path& dir, std::int64_t step, int server, int num_servers);
 fs::path index_path(const fs::path& dir, std::int64_t step);
 
 // 64-bit checksum (FNV-1a over 8-byte words, then the tail bytes).
 std::uint64_t checksum64(const void* data, std::size_t bytes);
 
-// Writes `bytes` to `path` crash-safely: temporary file, fsync, rename, fsync of the directory.
-void write_file_atomically(const fs::path& path, const std::string& bytes);
+// Writes `bytes` to `path` crash-safely: temporary file (`tmp`, or "<path>.tmp" when empty),
+// fsync, rename, fsync of the directory.
+void write_file_atomically(const fs::path& path, const std::string& bytes, const fs::path& tmp = {});
 
-// Writes a shard file; returns its checksum (recorded in the index).
-// `final_save`: under final_shard_path's name.
+// Bounds on reads. Every file is refused, unread and unallocated, when it is larger than a
+// checkpoint of this layout could be (CheckpointError "<file>: N bytes, more than ... can be (M)").
+// The limits of the tensor table, of names and of the number of shards are limits.h's, the same
+// ParamLayout::add enforces; the writers refuse (CheckpointError) whatever the readers refuse, so
+// a checkpoint written always reads back.
+inline constexpr std::size_t kShardHeaderBytes = 64;           // magic .. count, before the tensor table
+inline constexpr std::size_t kIndexHeaderBytes = 40;           // magic .. step, before the entries
+inline constexpr std::size_t kMaxShardFileNameBytes = 255;     // a shard's name in an index (NAME_MAX)
+inline constexpr std::size_t kIndexEntryBytes = 3 * 8 + 4 + kMaxShardFileNameBytes;  // the largest entry
+// The largest index file: the header, kMaxServers entries of the largest size, the checksum.
+inline constexpr std::uint64_t kMaxIndexBytes =
+    kIndexHeaderBytes + static_cast<std::uint64_t>(limits::kMaxServers) * kIndexEntryBytes + 8;
+// The bytes of `layout`'s tensor table; throws CheckpointError if a tensor is one a reader refuses.
+std::uint64_t tensor_table_bytes(const ParamLayout& layout);
+// The largest shard file of `layout` holding `count` floats (params and shadow): header, tensor
+// table, 2 x count floats, checksum. `count` above the arena counts as the arena.
+std::uint64_t max_shard_bytes(const ParamLayout& layout, std::uint64_t count);
+
+// Writes a shard file; returns its checksum (recorded in the index). `final_save`: under
+// final_shard_path's name. Throws CheckpointError for a shard read_shard would refuse (a header
+// that does not match `layout` or the spans, a tensor outside limits.h).
 std::uint64_t write_shard(const fs::path& dir, const ShardHeader& h, const ParamLayout& layout,
                           std::span<const float> params, std::span<const float> shadow, bool final_save = false);
+// The bytes write_shard writes, unchecked (tests build damaged and crafted files from them).
+std::string encode_shard(const ShardHeader& h, const ParamLayout& layout, std::span<const float> params,
+                         std::span<const float> shadow);
 // Reads and verifies one shard file against `layout`. Throws CheckpointError naming the file.
+// Reads at most max_shard_bytes(layout, the count in its header) bytes (checked before reading).
 ShardFile read_shard(const fs::path& file, const ParamLayout& layout);
+// The same, from the file's bytes: on any input it returns or throws CheckpointError (never
+// anything else), and allocates no more than the bytes it is given.
+ShardFile parse_shard(const std::string& bytes, const fs::path& file, const ParamLayout& layout);
 
+// Throws CheckpointError (the index file named) for an index read_index would refuse.
 void write_index(const fs::path& dir, const Index& index);
+std::string encode_index(const Index& index);  // the bytes write_index writes, unchecked
 // Index files verify their own checksum, give each shard a plain name and tile the arena with
 // them; anything else throws CheckpointError. Only regular files are read (a FIFO, device or
 // directory is refused, never waited on); `follow_links` false refuses a symbolic link too (for
-// files the library found itself).
+// files the library found itself). At most kMaxIndexBytes are read.
 Index read_index(const fs::path& file, bool follow_links = false);
-Index parse_index(const std::string& bytes, const fs::path& file);  // the same, from the file's bytes
-std::string read_file_bytes(const fs::path& file, bool follow_links = false);
+// The same, from the file's bytes: on any input it returns or throws CheckpointError.
+Index parse_index(const std::string& bytes, const fs::path& file);
+// An index file's bytes, unparsed (the same checks as read_index: regular, at most kMaxIndexBytes).
+std::string read_index_bytes(const fs::path& file, bool follow_links = false);
 
 // Removes this session's own checkpoint files beyond the newest `keep`: server 0 the index files
 // of the steps in `indexed`, every server its shard files (plain and final) of the steps in
 // `sharded` beyond the newest keep + 1 (one more: a shard may wait for the others' before its
 // index exists). Both lists are this session's writes and lose what is removed. Files of other
 // runs in the directory are never touched. Also removes temporary files this server left.
+// Nothing here throws for a file system's sake (a file that cannot be removed stays; an
+// unreadable directory, or an entry that vanishes, ends the listing early).
 void prune_checkpoints(const fs::path& dir, int keep, int server, int num_servers, std::vector<std::int64_t>& indexed,
                        std::vector<std::int64_t>& sharded);
 
 // The checkpoint files in `dir` past `after_step` that server `server` of `num_servers` answers
 // for when a run starts without restoring them (they would be overwritten): its own shards
 // (plain and final); server 0 also the indexes and any shard no current server writes.
+// A directory that cannot be listed to its end throws Error naming it (a file missed could be
+// overwritten).
 std::vector<fs::path> files_past(const fs::path& dir, std::int64_t after_step, int server, int num_servers);
 
 // The final save's shard names (written beside a periodic save of the same step, so its index

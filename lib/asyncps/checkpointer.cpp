@@ -10,9 +10,11 @@
 
 #include "asyncps/error.h"
 #include "asyncps/log.h"
+#include "asyncps/stall_watch.h"
 #include "check.h"
 #include "checkpoint_format.h"
 #include "control_block.h"
+#include "liveness.h"
 #include "string_collectives.h"
 
 namespace asyncps::detail {
@@ -25,11 +27,19 @@ std::int64_t load_local(const SessionWindows& w, int slot) {
   return __atomic_load_n(&w.control.data<std::int64_t>()[slot], __ATOMIC_ACQUIRE);
 }
 
+// Completes this server's operations at server 0: a blocking flush no heartbeat covers (a
+// stopped server 0 never completes it over pt2pt), so it is watched.
+void flush_control(const SessionWindows& w) {
+  static const std::string what = "a save request or acknowledgement to server 0 (MPI_Win_flush)";
+  const StallWatch watch(wait_timeout(w.stall_timeout), what, StallWatch::Borrowed{});
+  ASYNCPS_MPI_CHECK(MPI_Win_flush(ctrl::kControlRank, w.control.get()));
+}
+
 // Atomic add on rank 0's control block from any server (they all hold lock_all on it).
 void add_remote(const SessionWindows& w, int slot, std::int64_t add, MPI_Datatype type = MPI_INT64_T) {
   std::int64_t old = 0;
   ASYNCPS_MPI_CHECK(MPI_Fetch_and_op(&add, &old, type, ctrl::kControlRank, slot, MPI_SUM, w.control.get()));
-  ASYNCPS_MPI_CHECK(MPI_Win_flush(ctrl::kControlRank, w.control.get()));
+  flush_control(w);
 }
 
 // A list of strings packed as (u64 length, bytes)*.
@@ -47,37 +57,17 @@ std::vector<std::string> unpack(const std::string& s) {
   for (std::size_t pos = 0; pos + 8 <= s.size();) {
     std::uint64_t n;
     std::memcpy(&n, s.data() + pos, 8);
+    if (n > s.size() - pos - 8) break;  // (never: pack wrote it; but no length is trusted to fit)
     out.push_back(s.substr(pos + 8, n));
     pos += 8 + n;
   }
   return out;
 }
 
-// This server's range [offset, offset+count) out of the checkpoint `index` (any number of
-// servers wrote it: the shards that overlap the range are read and verified).
-bool load_range(const Index& index, const fs::path& dir, const ParamLayout& layout, const Shard& mine,
-                RestoredShard& out) {
-  out.params.assign(mine.size, 0.f);
-  out.shadow.assign(mine.size, 0.f);
-  out.has_shadow = true;
-  for (const auto& e : index.shards) {
-    const std::size_t lo = std::max<std::size_t>(e.offset, mine.offset);
-    const std::size_t hi = std::min<std::size_t>(e.offset + e.count, mine.offset + mine.size);
-    if (lo >= hi) continue;
-    const fs::path file = dir / e.file;
-    const ShardFile s = read_shard(file, layout);
-    if (s.checksum != e.checksum || s.header.offset != e.offset || s.header.count != e.count)
-      throw CheckpointError(file.string() + ": does not match its index (a shard of another save)");
-    std::copy(s.params.begin() + static_cast<std::ptrdiff_t>(lo - e.offset),
-              s.params.begin() + static_cast<std::ptrdiff_t>(hi - e.offset),
-              out.params.begin() + static_cast<std::ptrdiff_t>(lo - mine.offset));
-    if (s.shadow.empty()) out.has_shadow = false;
-    else
-      std::copy(s.shadow.begin() + static_cast<std::ptrdiff_t>(lo - e.offset),
-                s.shadow.begin() + static_cast<std::ptrdiff_t>(hi - e.offset),
-                out.shadow.begin() + static_cast<std::ptrdiff_t>(lo - mine.offset));
-  }
-  return true;
+// The message of a failure that names `file`: the library's errors name it already.
+std::string naming(const std::exception& e, const fs::path& file) {
+  if (dynamic_cast<const CheckpointError*>(&e)) return e.what();
+  return file.string() + ": " + e.what();
 }
 
 // A run that does not continue from the newest checkpoint in the directory would overwrite the
@@ -98,17 +88,21 @@ void move_earlier_run(const Session& session, std::int64_t after_step) {
   bcast_string(session.comm(), archive);
   long long moved = 0, failed = 0;
   std::string problem;
-  if (roles.is_server())
-    for (const auto& f : files_past(co.dir, after_step, roles.rank, roles.num_servers)) {
-      std::error_code ec;
-      fs::create_directories(archive, ec);
-      if (!ec) fs::rename(f, fs::path(archive) / f.filename(), ec);
-      if (ec) {
-        ++failed;
-        problem = f.string() + ": " + ec.message();
-      } else {
-        ++moved;
+  if (roles.is_server()) try {
+      for (const auto& f : files_past(co.dir, after_step, roles.rank, roles.num_servers)) {
+        std::error_code ec;
+        fs::create_directories(archive, ec);
+        if (!ec) fs::rename(f, fs::path(archive) / f.filename(), ec);
+        if (ec) {
+          ++failed;
+          problem = f.string() + ": " + ec.message();
+        } else {
+          ++moved;
+        }
       }
+    } catch (const std::exception& e) {  // (a directory that cannot be listed) counted, agreed on below
+      ++failed;
+      problem = naming(e, co.dir);
     }
   long long mine[2] = {moved, failed}, all[2] = {0, 0};
   ASYNCPS_MPI_CHECK(MPI_Allreduce(mine, all, 2, MPI_LONG_LONG, MPI_SUM, session.comm()));
@@ -124,6 +118,78 @@ void move_earlier_run(const Session& session, std::int64_t after_step) {
 
 }  // namespace
 
+Candidates find_candidates(const CheckpointOptions& co, const ParamLayout& layout, const IndexReader& read) {
+  Candidates out;
+  try {
+    std::vector<fs::path> paths;
+    if (!co.restart_from.empty()) paths.push_back(co.restart_from);
+    else if (!co.dir.empty() && co.restore) paths = list_checkpoints(co.dir);  // never throws for the disk's sake
+    std::size_t damaged = 0;
+    for (const auto& p : paths) {
+      try {
+        // the one file a user names (restart_from) may be a symbolic link; files found are not
+        const bool follow = !co.restart_from.empty();
+        std::string bytes = read ? read(p, follow) : read_index_bytes(p, follow);
+        const Index idx = parse_index(bytes, p);
+        if (idx.layout_hash != layout.hash() || idx.arena != layout.size()) {
+          out.fatal = p.string() + ": written for another model (" + std::to_string(idx.arena) +
+                      " floats, layout hash differs from this model's " + std::to_string(layout.size()) +
+                      " floats); use another Options::checkpoint.dir or Options::checkpoint.restart_from";
+          break;
+        }
+        out.items.push_back(p.string());
+        out.items.push_back(std::move(bytes));
+      } catch (const std::exception& e) {  // any failure: damaged, unreadable, a file system error
+        if (!co.restart_from.empty()) {
+          out.fatal = std::string("Options::checkpoint.restart_from: ") + naming(e, p);
+          break;
+        }
+        ++damaged;
+        log(LogLevel::Warning, "skipping damaged checkpoint: " + naming(e, p) + "; trying an older one");
+      }
+    }
+    if (out.fatal.empty() && out.items.empty() && damaged > 0)
+      out.fatal = co.dir.string() + ": " + std::to_string(damaged) +
+                  " checkpoint(s) found and none is valid; move them away to start afresh (nothing was overwritten)";
+  } catch (const std::exception& e) {  // (out of memory listing them): a verdict all the same
+    out.items.clear();
+    out.fatal = co.dir.string() + ": cannot list the checkpoints to restore: " + e.what();
+  }
+  return out;
+}
+
+std::string load_range(const Index& index, const fs::path& dir, const ParamLayout& layout, const Shard& mine,
+                       RestoredShard& out, const ShardReader& read) {
+  fs::path file = dir;  // the file being read, for a failure's message
+  try {
+    if (mine.offset > index.arena || mine.size > index.arena - mine.offset)
+      return dir.string() + ": this server's range lies outside the checkpoint's arena";
+    out.params.assign(mine.size, 0.f);
+    out.shadow.assign(mine.size, 0.f);
+    out.has_shadow = true;
+    // (parse_index: the shards tile [0, arena), so every offset + count below is <= arena)
+    for (const auto& e : index.shards) {
+      const std::uint64_t lo = std::max<std::uint64_t>(e.offset, mine.offset);
+      const std::uint64_t hi = std::min<std::uint64_t>(e.offset + e.count, mine.offset + mine.size);
+      if (lo >= hi) continue;
+      file = dir / e.file;  // a plain name (parse_index)
+      const ShardFile s = read ? read(file, layout) : read_shard(file, layout);
+      if (s.checksum != e.checksum || s.header.offset != e.offset || s.header.count != e.count ||
+          s.params.size() != e.count || (!s.shadow.empty() && s.shadow.size() != e.count))
+        return file.string() + ": does not match its index (a shard of another save)";
+      const auto from = static_cast<std::ptrdiff_t>(lo - e.offset), to = static_cast<std::ptrdiff_t>(hi - e.offset);
+      const auto at = static_cast<std::ptrdiff_t>(lo - mine.offset);
+      std::copy(s.params.begin() + from, s.params.begin() + to, out.params.begin() + at);
+      if (s.shadow.empty()) out.has_shadow = false;
+      else std::copy(s.shadow.begin() + from, s.shadow.begin() + to, out.shadow.begin() + at);
+    }
+    if (!out.has_shadow) out.shadow.clear();
+    return {};
+  } catch (const std::exception& e) {  // any failure: damaged, unreadable, out of memory
+    return naming(e, file);
+  }
+}
+
 RestoredShard restore_checkpoint(const Session& session, DirLock* lock) {
   const CheckpointOptions& co = session.options().checkpoint;
   const Roles& roles = session.roles();
@@ -132,37 +198,13 @@ RestoredShard restore_checkpoint(const Session& session, DirLock* lock) {
   std::string fatal, payload;
   if (lock && !co.dir.empty()) *lock = DirLock::acquire(co.dir, fatal);  // fatal: who holds it
   if (roles.rank == 0 && fatal.empty()) {
-    std::vector<fs::path> paths;
-    if (!co.restart_from.empty()) paths.push_back(co.restart_from);
-    else if (!co.dir.empty() && co.restore) paths = list_checkpoints(co.dir);
-    std::vector<std::string> items;
-    std::size_t damaged = 0;
-    for (const auto& p : paths) {
-      try {
-        // the one file a user names (restart_from) may be a symbolic link; files found are not
-        std::string bytes = read_file_bytes(p, /*follow_links=*/!co.restart_from.empty());
-        const Index idx = parse_index(bytes, p);
-        if (idx.layout_hash != layout.hash() || idx.arena != layout.size()) {
-          fatal = p.string() + ": written for another model (" + std::to_string(idx.arena) + " floats, layout hash " +
-                  "differs from this model's " + std::to_string(layout.size()) +
-                  " floats); use another Options::checkpoint.dir or Options::checkpoint.restart_from";
-          break;
-        }
-        items.push_back(p.string());
-        items.push_back(std::move(bytes));
-      } catch (const CheckpointError& e) {
-        if (!co.restart_from.empty()) {
-          fatal = std::string("Options::checkpoint.restart_from: ") + e.what();
-          break;
-        }
-        ++damaged;
-        log(LogLevel::Warning, std::string("skipping damaged checkpoint: ") + e.what() + "; trying an older one");
-      }
+    Candidates c = find_candidates(co, layout);
+    fatal = std::move(c.fatal);
+    try {
+      payload = pack(c.items);
+    } catch (const std::exception& e) {  // (every rank must still hear a verdict)
+      fatal = "the checkpoints to restore: " + std::string(e.what());
     }
-    if (fatal.empty() && items.empty() && damaged > 0)
-      fatal = co.dir.string() + ": " + std::to_string(damaged) +
-              " checkpoint(s) found and none is valid; move them away to start afresh (nothing was overwritten)";
-    payload = pack(items);
   }
   bcast_string(session.comm(), fatal);
   if (!fatal.empty()) throw CheckpointError(fatal);
@@ -172,24 +214,25 @@ RestoredShard restore_checkpoint(const Session& session, DirLock* lock) {
   // 2. the first candidate every server can load; rank 0 learns why each server could not
   //    (with servers on hosts that share no file system, what is missing where)
   RestoredShard out;
-  std::string why_not;  // rank 0: the newest candidate's failures, one per server
+  std::string why_not;  // rank 0: the newest candidate's failures, one per server (then every rank)
   for (std::size_t i = 0; i + 1 < items.size(); i += 2) {
     const fs::path path = items[i];
-    const Index idx = parse_index(items[i + 1], path);
-    int ok = 1, shadow = 1;
+    Index idx;
     std::string failure;
-    if (roles.is_server()) {
-      RestoredShard attempt;
-      try {
-        load_range(idx, path.parent_path(), layout, session.plan().shard(roles.rank), attempt);
-        shadow = attempt.has_shadow ? 1 : 0;
-        attempt.step = idx.step;
-        out = std::move(attempt);
-      } catch (const CheckpointError& e) {
-        ok = 0;
-        failure = "server " + std::to_string(roles.rank) + " on " + session.host(roles.rank) + ": " + e.what();
-      }
+    try {
+      idx = parse_index(items[i + 1], path);  // (rank 0 parsed these bytes already)
+    } catch (const std::exception& e) {
+      failure = naming(e, path);
     }
+    RestoredShard attempt;
+    if (failure.empty() && roles.is_server())
+      failure = load_range(idx, path.parent_path(), layout, session.plan().shard(roles.rank), attempt);
+    const int ok = failure.empty() ? 1 : 0, shadow = !roles.is_server() || attempt.has_shadow ? 1 : 0;
+    if (!failure.empty())
+      failure = (roles.is_server() ? "server " : "rank ") + std::to_string(roles.rank) + " on " +
+                session.host(roles.rank) + ": " + failure;
+    else if (roles.is_server())
+      out = std::move(attempt);
     int all[2] = {ok, shadow}, agreed[2] = {0, 0};
     ASYNCPS_MPI_CHECK(MPI_Allreduce(all, agreed, 2, MPI_INT, MPI_MIN, session.comm()));
     if (agreed[0] == 1) {
@@ -217,7 +260,9 @@ RestoredShard restore_checkpoint(const Session& session, DirLock* lock) {
     move_earlier_run(session, -1);
     return RestoredShard{};
   }
-  // candidates existed but none could be loaded everywhere
+  // candidates existed but none could be loaded everywhere: every rank throws the same error,
+  // with rank 0's reasons (and after rank 0 has logged them: nobody ends the job before that)
+  bcast_string(session.comm(), why_not);
   const std::string what = !co.restart_from.empty() ? "Options::checkpoint.restart_from " + co.restart_from.string() +
                                                           ": cannot be restored"
                                                     : co.dir.string() +
@@ -263,7 +308,7 @@ void ServerCheckpointer::request_save(std::int64_t step) {
   const int s = session_.roles().num_servers;
   try {
     my_sum_ = write_my_shard(step, load_local(win_, ctrl::kShadowValid) != 0);
-  } catch (const Error& e) {  // e.g. a full disk: the older checkpoints are intact, go on
+  } catch (const std::exception& e) {  // e.g. a full disk: the older checkpoints are intact, go on
     warn_not_saved(step, e.what());
     return;
   }
@@ -293,7 +338,7 @@ void ServerCheckpointer::try_commit() {
   if (problem.empty()) {
     try {
       write_index(co.dir, idx);  // the commit point
-    } catch (const Error& e) {
+    } catch (const std::exception& e) {
       problem = e.what();
     }
   }
@@ -312,7 +357,17 @@ void ServerCheckpointer::try_commit() {
   last_indexed_ = pending_;
   indexed_.push_back(pending_);
   pending_ = -1;
-  prune_checkpoints(co.dir, co.keep, 0, s, indexed_, sharded_);
+  prune(co.keep);
+}
+
+void ServerCheckpointer::prune(int keep) {
+  const auto& co = session_.options().checkpoint;
+  try {
+    prune_checkpoints(co.dir, keep, session_.roles().rank, session_.roles().num_servers, indexed_, sharded_);
+  } catch (const std::exception& e) {  // old files left behind: a warning, never the job's end
+    log(LogLevel::Warning, "old checkpoints in " + co.dir.string() + " were not all removed (" + e.what() +
+                               "); training goes on, the next save tries again");
+  }
 }
 
 void ServerCheckpointer::warn_not_saved(std::int64_t step, const std::string& why) const {
@@ -342,13 +397,13 @@ void ServerCheckpointer::answer_request() {
   std::int64_t v[3] = {0, 0, 0};  // kSaveRequest, kSaveAcks, kShadowValid
   ASYNCPS_MPI_CHECK(MPI_Get_accumulate(nullptr, 0, MPI_INT64_T, v, 3, MPI_INT64_T, ctrl::kControlRank,
                                        ctrl::kSaveRequest, 3, MPI_INT64_T, MPI_NO_OP, win_.control.get()));
-  ASYNCPS_MPI_CHECK(MPI_Win_flush(ctrl::kControlRank, win_.control.get()));
+  flush_control(win_);
   if (v[0] <= last_answered_) return;
   last_answered_ = v[0];
   std::uint64_t sum = 0;
   try {
     sum = write_my_shard(v[0], v[2] != 0);
-  } catch (const Error& e) {  // acked all the same (server 0 waits for every ack), as a failure
+  } catch (const std::exception& e) {  // acked all the same (server 0 waits for every ack), as a failure
     warn_not_saved(v[0], e.what());
     add_remote(win_, ctrl::kSaveFailures, 1);
     add_remote(win_, ctrl::kSaveAcks, 1);
@@ -356,8 +411,7 @@ void ServerCheckpointer::answer_request() {
   }
   add_remote(win_, ctrl::sums(roles.num_workers()) + roles.rank, static_cast<std::int64_t>(sum), MPI_UINT64_T);
   add_remote(win_, ctrl::kSaveAcks, 1);
-  const auto& co = session_.options().checkpoint;
-  prune_checkpoints(co.dir, co.keep, roles.rank, roles.num_servers, indexed_, sharded_);
+  prune(session_.options().checkpoint.keep);
 }
 
 void ServerCheckpointer::after_final(std::int64_t final_step, bool index_written, int extra_kept) {
@@ -378,7 +432,7 @@ void ServerCheckpointer::after_final(std::int64_t final_step, bool index_written
     fs::remove(shard_path(co.dir, final_step, roles.rank, roles.num_servers), ec);
     if (roles.rank == 0) indexed_.push_back(final_step);
   }
-  prune_checkpoints(co.dir, co.keep + extra_kept, roles.rank, roles.num_servers, indexed_, sharded_);
+  prune(co.keep + extra_kept);
 }
 
 void ServerCheckpointer::tick() {
@@ -424,7 +478,7 @@ FinalState finish_job(const Session& session, SessionWindows& windows, ServerChe
   std::string failure;
   if (roles.is_server() && ckpt) try {
       sum = ckpt->write_my_shard(state[0], state[2] != 0, /*final_save=*/true);
-    } catch (const Error& e) {
+    } catch (const std::exception& e) {  // gathered: every rank reaches the same verdict
       failure = session.describe_rank(roles.rank) + ": " + e.what();
     }
   std::vector<unsigned long long> sums(static_cast<std::size_t>(roles.size));
@@ -446,7 +500,7 @@ FinalState finish_job(const Session& session, SessionWindows& windows, ServerChe
     try {
       write_index(co.dir, idx);  // atomically replaces a periodic index of the same step
       out.saved = index_path(co.dir, state[0]).string();
-    } catch (const Error& e) {
+    } catch (const std::exception& e) {
       problem = e.what();
     }
   }

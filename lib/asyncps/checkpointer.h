@@ -1,4 +1,5 @@
-// defines: asyncps::detail::restore_checkpoint, ServerCheckpointer, finish_job
+// defines: asyncps::detail::restore_checkpoint, find_candidates, load_range, ServerCheckpointer,
+//          finish_job
 // The checkpoint protocol between ranks (the file formats are in checkpoint_format.h).
 //
 // Restore (collective, in the ParameterServer and WorkerClient constructors): rank 0 lists the
@@ -19,6 +20,10 @@
 // checksums are gathered on rank 0, which writes the index (atomically replacing a periodic one
 // of the same step) and removes this run's indexes past the final step; after a broadcast that
 // orders it behind the index, each server prunes its own files.
+//
+// Skips and warnings take any failure (std::exception: a damaged file, a file system error, an
+// allocation that failed), never only the library's own errors: what would end one rank alone
+// becomes a skip or a warning, and where ranks decide together they all still reach the verdict.
 #pragma once
 #include <chrono>
 #include <cstdint>
@@ -27,6 +32,7 @@
 #include <vector>
 
 #include "asyncps/session.h"
+#include "checkpoint_format.h"
 #include "dir_lock.h"
 #include "windows.h"
 
@@ -39,6 +45,26 @@ struct RestoredShard {
   std::vector<float> params, shadow;  // this server's range (empty on workers)
   std::string from;                   // the index file
 };
+
+// The restore's first step, on rank 0 (no MPI): the candidate indexes, newest first
+// (restart_from alone when it is set, else those in dir when restore is on), each read with
+// `read` (read_index_bytes when empty) and parsed. A candidate that fails in any way is skipped
+// with one warning, except restart_from, whose failure is fatal; a candidate of another model is
+// fatal; all candidates damaged is fatal. Never throws.
+struct Candidates {
+  std::vector<std::string> items;  // path, index bytes, path, index bytes, ... (newest first)
+  std::string fatal;               // non-empty: the restore ends on every rank with this error
+};
+using IndexReader = std::function<std::string(const fs::path& file, bool follow_links)>;
+Candidates find_candidates(const CheckpointOptions& co, const ParamLayout& layout, const IndexReader& read = {});
+
+// The restore's second step, on each server (no MPI): its range `mine` of checkpoint `index`
+// (whose shards are in `dir`, any number of servers wrote it) into `out`, each overlapping shard
+// read with `read` (read_shard when empty) and verified against the index. Returns why it could
+// not ("" when it could: `out` then holds the range); never throws.
+using ShardReader = std::function<ShardFile(const fs::path& file, const ParamLayout& layout)>;
+std::string load_range(const Index& index, const fs::path& dir, const ParamLayout& layout, const Shard& mine,
+                       RestoredShard& out, const ShardReader& read = {});
 
 // `lock` (server 0 only): takes the checkpoint directory's DirLock into it; a directory in use
 // by another job ends the restore on every rank with its holder named. A run that does not
@@ -68,6 +94,7 @@ class ServerCheckpointer {
   void answer_request();
   void try_commit();
   void warn_not_saved(std::int64_t step, const std::string& why) const;
+  void prune(int keep);  // prune_checkpoints of this session's files; a failure is a warning
 
   const Session& session_;
   SessionWindows& win_;

@@ -3,6 +3,7 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -20,9 +21,15 @@ DirLock DirLock::acquire(const std::filesystem::path& dir, std::string& problem)
     return {};
   }
   const std::filesystem::path file = dir / "asyncps.lock";
-  const int fd = ::open(file.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+  const int fd = ::open(file.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
   if (fd < 0) {
     problem = file.string() + ": cannot open it: " + std::strerror(errno);
+    return {};
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {  // (a FIFO or device there: never used as the lock)
+    ::close(fd);
+    problem = file.string() + ": not a regular file; remove it";
     return {};
   }
   if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {

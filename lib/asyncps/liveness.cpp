@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "asyncps/error.h"
+#include "asyncps/stall_watch.h"
 #include "check.h"
 #include "control_block.h"
 
@@ -56,6 +57,10 @@ void Liveness::beat() {
 void Liveness::finished() {
   if (!enabled() || done_) return;
   done_ = true;
+  // the finished marker's waits block inside MPI: watched (a stopped server 0 ends the job)
+  const StallWatch watch(wait_timeout(timeout_),
+                         session_->role_name() + " marking itself finished at " +
+                             session_->describe_rank(ctrl::kControlRank));
   if (beat_request_ != MPI_REQUEST_NULL) ASYNCPS_MPI_CHECK(MPI_Wait(&beat_request_, MPI_STATUS_IGNORE));
   const Roles& roles = session_->roles();
   if (roles.is_server()) return;  // servers stop with the job: nobody watches them any more
@@ -78,11 +83,14 @@ std::optional<int> Liveness::stalled_rank() {
   const Roles& roles = session_->roles();
   ASYNCPS_MPI_CHECK(MPI_Win_sync(win_->control.get()));
   const std::int64_t* beats = win_->control.data<std::int64_t>() + ctrl::beats(roles.num_workers(), roles.num_servers);
-  std::optional<int> worst;
+  // The longest silent, servers first: workers wait on servers (a stopped server can silence a
+  // worker stuck in a wait on it), never the other way round, so a silent server is the cause.
+  std::optional<int> worst_server, worst_worker;
   for (int r = 1; r < roles.size; ++r) {
     const auto i = static_cast<std::size_t>(r);
     const std::int64_t v = __atomic_load_n(&beats[r], __ATOMIC_ACQUIRE);
     if (v >= ctrl::kFinished) continue;  // done: silent by right
+    std::optional<int>& worst = r < roles.num_servers ? worst_server : worst_worker;
     if (v != seen_[i] || was_away) {
       seen_[i] = v;
       changed_[i] = now;
@@ -90,7 +98,7 @@ std::optional<int> Liveness::stalled_rank() {
       worst = r;
     }
   }
-  return worst;
+  return worst_server ? worst_server : worst_worker;
 }
 
 double Liveness::silent_for(int rank) const {
@@ -117,10 +125,10 @@ void Liveness::saw_server0(std::int64_t beat0) {
     throw StallError(silence(0, silent) + "; noticed by " + session_->describe_rank(session_->roles().rank));
 }
 
+
 void Liveness::check_wait(double waited, const std::string& whom) const {
   if (!enabled()) return;
-  const double grace = std::max(2.0, timeout_ / 2);  // server 0 names a stalled worker first
-  if (waited > timeout_ + grace)
+  if (waited > wait_timeout(timeout_))  // (the grace: server 0 names a stalled worker first)
     throw StallError(session_->describe_rank(session_->roles().rank) + " has waited " + fmt_seconds(waited) + " for " +
                      whom + " (stall timeout " + fmt_seconds(timeout_) + "): one of them stopped making progress");
 }

@@ -20,9 +20,14 @@
 #include <vector>
 
 #include "asyncps/session.h"
+#include "asyncps/stall_watch.h"
 #include "windows.h"
 
 namespace asyncps::detail {
+
+// The wait allowed for what this rank does with others and no heartbeat covers (a flush, the
+// start-up and end-of-job collectives) before StallWatch ends the job (see watch_timeout).
+inline double wait_timeout(double stall_timeout) noexcept { return watch_timeout(stall_timeout); }
 
 class Liveness {
  public:

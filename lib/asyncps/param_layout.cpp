@@ -2,27 +2,59 @@
 #include "asyncps/param_layout.h"
 
 #include "asyncps/error.h"
+#include "asyncps/limits.h"
 
 namespace asyncps {
 
-std::size_t ParamLayout::add(const std::string& name, const std::vector<std::int64_t>& shape) {
-  if (name.empty()) throw ConfigError("ParamLayout::add: tensor name is empty");
-  for (const auto& t : tensors_)
-    if (t.name == name) throw ConfigError("ParamLayout::add: tensor '" + name + "' added twice");
-  std::size_t n = 1;
-  for (auto d : shape) {
-    if (d <= 0) throw ConfigError("ParamLayout::add: tensor '" + name + "' has a non-positive dimension");
-    n *= static_cast<std::size_t>(d);
+namespace {
+// A name as a one-line message may show it: control bytes as \xNN, at most 64 bytes.
+std::string printable(const std::string& name) {
+  std::string out;
+  for (const char c : name.substr(0, 64)) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u < 0x20 || u == 0x7f) {
+      static const char hex[] = "0123456789abcdef";
+      out += "\\x";
+      out += hex[u >> 4];
+      out += hex[u & 15];
+    } else {
+      out += c;
+    }
   }
-  tensors_.push_back(TensorInfo{name, shape, size_, n});
-  size_ += n;
+  return name.size() > 64 ? out + "..." : out;
+}
+}  // namespace
+
+std::size_t ParamLayout::add(const std::string& name, const std::vector<std::int64_t>& shape) {
+  if (const std::string problem = limits::tensor_name_problem(name); !problem.empty())
+    throw ConfigError("ParamLayout::add: tensor name '" + printable(name) + "' " + problem);
+  if (by_name_.count(name)) throw ConfigError("ParamLayout::add: tensor '" + name + "' added twice");
+  if (tensors_.size() >= limits::kMaxTensors)
+    throw ConfigError("ParamLayout::add: more than " + std::to_string(limits::kMaxTensors) + " tensors");
+  if (shape.size() > limits::kMaxTensorRank)
+    throw ConfigError("ParamLayout::add: tensor '" + name + "' has " + std::to_string(shape.size()) +
+                      " dimensions (at most " + std::to_string(limits::kMaxTensorRank) + ")");
+  // n = product of the dimensions, checked at every factor against what the arena may still take
+  const std::uint64_t room = limits::kMaxArenaFloats - size_;
+  std::uint64_t n = 1;
+  for (auto d : shape) {
+    if (d <= 0)
+      throw ConfigError("ParamLayout::add: tensor '" + name + "' has a non-positive dimension (" + std::to_string(d) + ")");
+    if (static_cast<std::uint64_t>(d) > room / n)
+      throw ConfigError("ParamLayout::add: tensor '" + name + "' makes the arena larger than " +
+                        std::to_string(limits::kMaxArenaFloats) + " floats");
+    n *= static_cast<std::uint64_t>(d);
+  }
+  by_name_.emplace(name, tensors_.size());
+  tensors_.push_back(TensorInfo{name, shape, size_, static_cast<std::size_t>(n)});
+  size_ += static_cast<std::size_t>(n);
   return tensors_.back().offset;
 }
 
 const TensorInfo& ParamLayout::tensor(const std::string& name) const {
-  for (const auto& t : tensors_)
-    if (t.name == name) return t;
-  throw ConfigError("ParamLayout: no tensor named '" + name + "'");
+  const auto it = by_name_.find(name);
+  if (it == by_name_.end()) throw ConfigError("ParamLayout: no tensor named '" + printable(name) + "'");
+  return tensors_[it->second];
 }
 
 std::span<float> ParamLayout::view(std::span<float> arena, const std::string& name) const {

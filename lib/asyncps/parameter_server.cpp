@@ -5,14 +5,18 @@
 #include <chrono>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "asyncps/error.h"
+#include "asyncps/stall_watch.h"
 #include "check.h"
 #include "checkpointer.h"
 #include "control_block.h"
 #include "liveness.h"
 #include "progress.h"
+#include "string_collectives.h"
 #include "timeline.h"
+#include "vector_ops.h"
 #include "windows.h"
 
 namespace asyncps {
@@ -29,6 +33,8 @@ struct ParameterServer::Impl {
   std::unique_ptr<detail::ProgressEngine> progress;
   detail::Liveness liveness;
   bool served = false;
+  bool closed = false;               // serve() has freed the windows (at its end)
+  std::vector<float> final_shard;    // this server's shard as the job ended (snapshot() after serve())
 
   // Server 0: `rank` has been silent for the stall timeout. Saves what it safely can (every
   // server live: the arena is whole, Hogwild-consistent) and ends the job with StallError.
@@ -50,12 +56,24 @@ struct ParameterServer::Impl {
 
 ParameterServer::ParameterServer(Session& session, std::span<const float> initial, std::int64_t initial_step)
     : impl_(std::make_unique<Impl>(session)) {
+  session.check_thread("ParameterServer");
+  StallWatch watch(detail::wait_timeout(session.options().stall_timeout),
+                   session.role_name() + " creating the windows and restoring (collective with every rank)");
   const Roles& roles = session.roles();
+  // Refused on every rank alike (the workers' constructors take part): no rank is left waiting
+  // in the window creation for one that threw.
+  std::string problem;
   if (!roles.is_server())
-    throw ConfigError("rank " + std::to_string(roles.rank) + " is a worker, not a server");
-  if (initial.size() != session.layout().size())
-    throw ConfigError("initial parameters have " + std::to_string(initial.size()) + " floats, the layout has " +
-                      std::to_string(session.layout().size()));
+    problem = "rank " + std::to_string(roles.rank) + " is a worker, not a server (ParameterServer)";
+  else if (initial.size() != session.layout().size())
+    problem = "ParameterServer: initial parameters have " + std::to_string(initial.size()) + " floats, the layout has " +
+              std::to_string(session.layout().size());
+  else if (!detail::all_finite(initial.data(), initial.size()))
+    problem = "ParameterServer: initial parameters hold NaN or Inf";
+  else if (initial_step < 0 || initial_step > (std::int64_t{1} << 62))
+    problem = "ParameterServer: initial_step must be in [0, 2^62], got " + std::to_string(initial_step);
+  if (const std::string first = detail::first_problem(session.comm(), problem); !first.empty())
+    throw ConfigError(first);
   impl_->win = detail::open_windows(session);
   const Shard& sh = session.plan().shard(roles.rank);
   if (impl_->win.accum.get() != MPI_WIN_NULL) {
@@ -95,10 +113,12 @@ ParameterServer::ParameterServer(Session& session, std::span<const float> initia
   impl_->liveness.beat();
 }
 
-// While an exception unwinds, the windows and epochs abandon themselves (detail::unwinding()).
+// Never collective: serve() freed the windows at the job's end; a server destroyed without
+// having served abandons them (see detail::Window).
 ParameterServer::~ParameterServer() = default;
 
 void ParameterServer::serve(const std::function<void()>& tick) {
+  impl_->session.check_thread("ParameterServer::serve");
   if (impl_->served) throw Error("ParameterServer::serve called twice");
   impl_->served = true;
   // Every rank posts the same non-blocking barrier: workers in finish(), servers here. It
@@ -120,12 +140,22 @@ void ParameterServer::serve(const std::function<void()>& tick) {
     if (t1 - t0 > std::chrono::microseconds(100)) impl_->timeline.span("checkpoint", t0, t1);  // a save, not a check
   });
   impl_->liveness.finished();  // the last heartbeat completed before the job's end
+  StallWatch watch(detail::wait_timeout(impl_->session.options().stall_timeout),
+                   impl_->session.role_name() + " at the end of the job (final checkpoint, staleness, timeline, freeing the windows: collective "
+                       "with every rank)");
   ASYNCPS_MPI_CHECK(MPI_Win_sync(impl_->win.params.get()));
   const auto t0 = detail::Timeline::Clock::now();
   impl_->final_state = detail::finish_job(impl_->session, impl_->win, impl_->ckpt.get());
   impl_->timeline.span("final save", t0, detail::Timeline::Clock::now());
   impl_->job_staleness = detail::allreduce_staleness(impl_->session.comm(), StalenessHistogram{});
   detail::write_timeline(impl_->session, impl_->timeline);
+  // The job's end, where every rank is (workers at the end of finish()): the one place the
+  // server's windows are freed, so that nothing collective is left for its destructor.
+  const float* mine = impl_->win.params.data<float>();
+  impl_->final_shard.assign(mine, mine + shard().size);
+  impl_->ckpt.reset();
+  impl_->win.close();
+  impl_->closed = true;
 }
 
 bool ParameterServer::restored() const noexcept { return impl_->restored.found; }
@@ -141,13 +171,17 @@ const Shard& ParameterServer::shard() const noexcept {
 }
 
 std::span<const float> ParameterServer::snapshot() {
+  impl_->session.check_thread("ParameterServer::snapshot");
+  if (impl_->closed) return impl_->final_shard;
   ASYNCPS_MPI_CHECK(MPI_Win_sync(impl_->win.params.get()));
   return {impl_->win.params.data<float>(), shard().size};
 }
 
 std::int64_t ParameterServer::global_step() {
+  impl_->session.check_thread("ParameterServer::global_step");
   if (impl_->session.roles().rank != detail::ctrl::kControlRank)
     throw Error("ParameterServer::global_step: only server 0 holds the control block");
+  if (impl_->closed) return impl_->final_state.global_step;
   ASYNCPS_MPI_CHECK(MPI_Win_sync(impl_->win.control.get()));
   return __atomic_load_n(&impl_->win.control.data<std::int64_t>()[detail::ctrl::kGlobalStep], __ATOMIC_ACQUIRE);
 }

@@ -88,7 +88,10 @@ void ProgressEngine::run_until(MPI_Request& request, const std::function<void()>
   }
 }
 
+// A waiting worker is alive: it beats (so server 0 names the rank it waits for, not it), and
+// gives up once the wait has outlasted the timeout and its grace.
 void RequestWaiter::check_stall(Clock::time_point since) const {
+  if (liveness_) liveness_->beat();
   if (liveness_) liveness_->check_wait(std::chrono::duration<double>(Clock::now() - since).count(), whom_);
 }
 

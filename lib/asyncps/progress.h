@@ -82,16 +82,17 @@ class RequestWaiter {
   }
   void wait(MPI_Request& req) { wait_all(&req, 1); }
   void wait_all(MPI_Request* reqs, int n);  // completes them all (each becomes MPI_REQUEST_NULL)
-  // With a liveness watch, a wait that outlasts its stall timeout throws StallError naming
-  // `whom` (the ranks the requests wait for) instead of waiting forever.
-  void watch(const Liveness* liveness, std::string whom) {
+  // With a liveness watch, a waiting worker keeps beating (it is alive: the silent one is whom
+  // it waits for), and a wait that outlasts its stall timeout throws StallError naming `whom`
+  // (the ranks the requests wait for) instead of waiting forever.
+  void watch(Liveness* liveness, std::string whom) {
     liveness_ = liveness;
     whom_ = std::move(whom);
   }
 
  private:
   void check_stall(std::chrono::steady_clock::time_point since) const;
-  const Liveness* liveness_ = nullptr;
+  Liveness* liveness_ = nullptr;
   std::string whom_;
   bool sleep_ = false;
   int spin_us_ = 50;

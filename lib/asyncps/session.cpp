@@ -1,15 +1,24 @@
 // defines: Session
 #include "asyncps/session.h"
 
+#include <unistd.h>
+
 #include <array>
+#include <cerrno>
+#include <filesystem>
 #include <cstdlib>
 #include <cstring>
 #include <sstream>
 #include <string>
+#include <thread>
+#include <utility>
 #include <vector>
 
 #include "asyncps/error.h"
+#include "asyncps/stall_watch.h"
 #include "check.h"
+#include "liveness.h"
+#include "string_collectives.h"
 
 namespace asyncps {
 
@@ -92,27 +101,59 @@ void check_same_everywhere(MPI_Comm comm, const ParamLayout& layout, const Optio
   }
 }
 
+// The timeline is written at the job's end: a directory that cannot take it is refused now.
+void check_timeline_dir(const std::string& path) {
+  const std::filesystem::path p(path);
+  const std::filesystem::path dir = p.has_parent_path() ? p.parent_path() : std::filesystem::path(".");
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec))
+    throw ConfigError("Options::timeline: " + dir.string() + " is not a directory (the trace is written there at the end)");
+  if (::access(dir.c_str(), W_OK) != 0)
+    throw ConfigError("Options::timeline: cannot write into " + dir.string() + ": " + std::strerror(errno));
+  if (std::filesystem::is_directory(p, ec)) throw ConfigError("Options::timeline: " + path + " is a directory");
+}
+
+// The first rank whose options or layout cannot work says why; every rank throws that message
+// (a rank that threw alone would leave the others waiting in the next collective).
+void agree_valid(MPI_Comm comm, const ParamLayout& layout, const Options& options) {
+  std::string problem;
+  try {
+    validate(options);
+    if (layout.size() == 0) throw ConfigError("the parameter layout is empty: add at least one tensor");
+    int rank = 0;
+    MPI_Comm_rank(comm, &rank);
+    if (rank == 0 && !options.timeline.empty()) check_timeline_dir(options.timeline);  // rank 0 writes it, at the end
+  } catch (const ConfigError& e) {
+    problem = e.what();
+  }
+  const std::string first = detail::first_problem(comm, problem);
+  if (!first.empty()) throw ConfigError(first);
+}
+
 }  // namespace
 
 Session::Session(MPI_Comm comm, ParamLayout layout, Options options)
-    : layout_(std::move(layout)), plan_(layout_.size(), options.num_servers < 1 ? 1 : options.num_servers),
-      options_(options) {
+    : layout_(std::move(layout)), plan_(0, 1), options_(std::move(options)), owner_(std::this_thread::get_id()) {
+  int initialized = 0, finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  if (!initialized || finalized)
+    throw ConfigError(std::string("Session: MPI is ") + (finalized ? "already finalised" : "not initialised") +
+                      " (create an asyncps::MpiEnvironment first)");
+  if (comm == MPI_COMM_NULL) throw ConfigError("Session: the communicator is MPI_COMM_NULL");
+  // A rank that never arrives (stopped, or stuck before it) ends the job instead of every
+  // other rank waiting here forever. (The timeout as given: validated just below.)
+  StallWatch watch(detail::wait_timeout(options_.stall_timeout), "the Session's start-up (collective over every rank)");
   ASYNCPS_MPI_CHECK(MPI_Comm_dup(comm, &comm_));
   MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
   int rank = 0, size = 0;
   MPI_Comm_rank(comm_, &rank);
   MPI_Comm_size(comm_, &size);
   try {
+    agree_valid(comm_, layout_, options_);
     if (size >= 2) check_same_everywhere(comm_, layout_, options_);  // before roles: S may differ
     roles_ = Roles::make(rank, size, options_.num_servers);
-    if (layout_.size() == 0) throw ConfigError("the parameter layout is empty: add at least one tensor");
-    if (options_.staleness < 0)
-      throw ConfigError("Options::staleness must be >= 0, got " + std::to_string(options_.staleness));
-    if (options_.server_poll_us < -1) throw ConfigError("server poll interval must be >= 0 microseconds (or -1: auto)");
-    if (options_.server_spin_us < 0 || options_.server_spin_us > 1000000)
-      throw ConfigError("server spin time must be in [0, 1000000] microseconds");
-    if (options_.wait_spin_us < 0 || options_.wait_spin_us > 1000000)
-      throw ConfigError("worker wait spin time must be in [0, 1000000] microseconds");
+    plan_ = ShardPlan(layout_.size(), options_.num_servers);
     MPI_Comm node = MPI_COMM_NULL;
     ASYNCPS_MPI_CHECK(MPI_Comm_split_type(comm_, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
     int node_size = 0;
@@ -120,13 +161,6 @@ Session::Session(MPI_Comm comm, ParamLayout layout, Options options)
     MPI_Comm_free(&node);
     single_node_ = node_size == size;
     node_ranks_ = node_size;
-    if (options_.chunk_bytes < sizeof(float)) throw ConfigError("chunk size must be at least 4 bytes");
-    if (!(options_.dc_lambda >= 0 && options_.dc_lambda <= 1e6))
-      throw ConfigError("Options::dc_lambda must be in [0, 1e6], got " + std::to_string(options_.dc_lambda));
-    if (options_.dc_lambda > 0 && options_.mode == Mode::Sync)
-      throw ConfigError("Options::dc_lambda is for async and ssp: sync mode has no delay to compensate");
-    if (!(options_.stall_timeout >= 0 && options_.stall_timeout <= 1e6))
-      throw ConfigError("stall timeout must be in [0, 1000000] seconds (0: off)");
     // every rank's host, for messages that name a rank (a stall, a restore failure)
     char host[MPI_MAX_PROCESSOR_NAME] = {};
     int len = 0;
@@ -157,6 +191,17 @@ int Session::server_poll_us() const noexcept {
 const std::string& Session::host(int rank) const {
   static const std::string unknown = "?";
   return rank >= 0 && static_cast<std::size_t>(rank) < hosts_.size() ? hosts_[static_cast<std::size_t>(rank)] : unknown;
+}
+
+void Session::check_thread(const char* call) const {
+  if (std::this_thread::get_id() != owner_)
+    throw ConfigError(std::string(call) +
+                      " called from another thread: libasyncps runs under MPI_THREAD_FUNNELED, so only the thread "
+                      "that created the Session may call it, its servers and its workers");
+}
+
+std::string Session::role_name() const {
+  return roles_.is_server() ? "server " + std::to_string(roles_.rank) : "worker " + std::to_string(roles_.worker_index());
 }
 
 std::string Session::describe_rank(int rank) const {

@@ -12,6 +12,7 @@ ShadowStore::ShadowStore(WorkerClient& worker) : worker_(worker) {}
 
 void ShadowStore::store(std::span<const float> shadow) {
   WorkerClient::Impl& m = *worker_.impl_;
+  m.enter("ShadowStore::store");
   m.check_size(shadow.size(), "ShadowStore::store");
   const auto t0 = Clock::now();
   m.waitall(m.shadow_requests);  // the last store's copy is free again
@@ -33,6 +34,7 @@ void ShadowStore::store(std::span<const float> shadow) {
 
 bool ShadowStore::load(std::span<float> shadow) {
   WorkerClient::Impl& m = *worker_.impl_;
+  m.enter("ShadowStore::load");
   m.check_size(shadow.size(), "ShadowStore::load");
   if (m.fetch_and_add(detail::ctrl::kShadowValid, 0, MPI_NO_OP) == 0) return false;
   m.for_each_piece([&](int target, MPI_Aint disp, std::size_t off, int n) {

@@ -14,7 +14,9 @@ StepLoop::StepLoop(WorkerClient& worker) : worker_(worker) {}
 
 std::optional<StepStart> StepLoop::begin_step(std::span<float> params, std::int64_t limit) {
   WorkerClient::Impl& m = *worker_.impl_;
+  m.enter("StepLoop::begin_step");
   m.check_size(params.size(), "StepLoop::begin_step");
+  WorkerClient::Impl::check_limit(limit, "StepLoop::begin_step");
   if (m.drained) throw Error("StepLoop::begin_step after drain(): this worker said it was done updating");
   m.end_compute();
   m.limit = limit;
@@ -86,7 +88,9 @@ std::optional<StepStart> StepLoop::begin_step(std::span<float> params, std::int6
 
 StepEnd StepLoop::end_step(std::span<const float> grad, float scale) {
   WorkerClient::Impl& m = *worker_.impl_;
+  m.enter("StepLoop::end_step");
   m.check_size(grad.size(), "StepLoop::end_step");
+  WorkerClient::Impl::check_scale(scale, "StepLoop::end_step");
   m.end_compute();
   const Mode mode = m.options().mode;
   StepEnd out;
@@ -155,7 +159,10 @@ StepEnd StepLoop::end_step(std::span<const float> grad, float scale) {
   return out;
 }
 
-void StepLoop::request_halt() { worker_.impl_->fetch_and_add(detail::ctrl::kHalt, 1, MPI_SUM); }
+void StepLoop::request_halt() {
+  worker_.impl_->enter("StepLoop::request_halt");
+  worker_.impl_->fetch_and_add(detail::ctrl::kHalt, 1, MPI_SUM);
+}
 bool StepLoop::halted() const noexcept { return worker_.impl_->final_state.halted; }
 std::int64_t StepLoop::final_step() const noexcept { return worker_.impl_->final_state.global_step; }
 const StalenessHistogram& StepLoop::staleness() const noexcept { return worker_.impl_->staleness; }

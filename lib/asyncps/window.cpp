@@ -30,7 +30,7 @@ Window::Window(MPI_Comm comm, std::size_t bytes, int disp_unit, const char* what
   MPI_Win_set_errhandler(win_, MPI_ERRORS_RETURN);
 }
 
-Window::~Window() { release(); }
+Window::~Window() { abandon(); }
 
 Window::Window(Window&& other) noexcept
     : win_(std::exchange(other.win_, MPI_WIN_NULL)),
@@ -39,7 +39,7 @@ Window::Window(Window&& other) noexcept
 
 Window& Window::operator=(Window&& other) noexcept {
   if (this != &other) {
-    release();
+    abandon();
     win_ = std::exchange(other.win_, MPI_WIN_NULL);
     base_ = std::exchange(other.base_, nullptr);
     bytes_ = std::exchange(other.bytes_, 0);
@@ -47,14 +47,18 @@ Window& Window::operator=(Window&& other) noexcept {
   return *this;
 }
 
-void Window::release() noexcept {
+void Window::free() {
   if (win_ == MPI_WIN_NULL) return;
-  int finalized = 0;
-  MPI_Finalized(&finalized);
-  // collective: abandoned (leaked) while an exception unwinds, see detail::unwinding()
-  if (!finalized && !unwinding()) MPI_Win_free(&win_);
-  win_ = MPI_WIN_NULL;
+  MPI_Win w = std::exchange(win_, MPI_WIN_NULL);
   base_ = nullptr;
+  bytes_ = 0;
+  ASYNCPS_MPI_CHECK(MPI_Win_free(&w));
+}
+
+void Window::abandon() noexcept {
+  win_ = MPI_WIN_NULL;  // (leaked: freeing is collective, see the header)
+  base_ = nullptr;
+  bytes_ = 0;
 }
 
 LockAll::LockAll(MPI_Win win) {
@@ -62,16 +66,10 @@ LockAll::LockAll(MPI_Win win) {
   win_ = win;
 }
 
-LockAll::~LockAll() {
-  // unlock waits for this rank's operations at every target: not while unwinding
-  if (win_ != MPI_WIN_NULL && !unwinding()) MPI_Win_unlock_all(win_);
-}
+LockAll::~LockAll() = default;  // an epoch still open is abandoned (see the header)
 
 LockAll& LockAll::operator=(LockAll&& o) noexcept {
-  if (this != &o) {
-    if (win_ != MPI_WIN_NULL) MPI_Win_unlock_all(win_);
-    win_ = std::exchange(o.win_, MPI_WIN_NULL);
-  }
+  if (this != &o) win_ = std::exchange(o.win_, MPI_WIN_NULL);  // (an open epoch here: abandoned)
   return *this;
 }
 

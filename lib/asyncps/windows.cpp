@@ -5,7 +5,9 @@
 #include <thread>
 #include <vector>
 
+#include "asyncps/error.h"
 #include "check.h"
+#include "string_collectives.h"
 #include "control_block.h"
 #include "timeline.h"
 
@@ -17,6 +19,7 @@ SessionWindows open_windows(const Session& session) {
   const std::size_t ctrl_bytes =
       roles.rank == ctrl::kControlRank ? ctrl::slots(roles.num_workers(), roles.num_servers) * sizeof(std::int64_t) : 0;
   SessionWindows w;
+  w.stall_timeout = session.options().stall_timeout;
   w.params = Window(session.comm(), shard_bytes, sizeof(float), "parameter");
   w.control = Window(session.comm(), ctrl_bytes, sizeof(std::int64_t), "control");
   if (session.options().mode == Mode::Sync) w.accum = Window(session.comm(), shard_bytes, sizeof(float), "accumulation");
@@ -35,6 +38,14 @@ void SessionWindows::end_epochs() {
   lock_control.unlock();
 }
 
+void SessionWindows::close() {
+  end_epochs();
+  params.free();
+  control.free();
+  accum.free();  // (a null window where the session made none: on every rank alike)
+  shadow.free();
+}
+
 StalenessHistogram allreduce_staleness(MPI_Comm comm, const StalenessHistogram& mine) {
   std::vector<double> v = mine.to_vector(), sum(v.size()), mx(1);
   const double my_max = v.back();
@@ -51,7 +62,15 @@ void write_timeline(const Session& session, const Timeline& timeline) {
   label += r.is_server() ? "server " + std::to_string(r.rank)
                          : "worker " + std::to_string(r.worker_index()) + (r.is_chief() ? " (chief)" : "");
   label += " on " + session.host(r.rank);
-  timeline.write(session.comm(), session.options().timeline, label);
+  // Rank 0 alone writes: its failure (a full disk, a directory gone) is every rank's verdict,
+  // so none is left waiting in the window free that follows.
+  std::string problem;
+  try {
+    timeline.write(session.comm(), session.options().timeline, label);
+  } catch (const Error& e) {
+    problem = e.what();
+  }
+  if (const std::string first = first_problem(session.comm(), problem); !first.empty()) throw Error(first);
 }
 
 void wait_sleeping(MPI_Request& request, int poll_us, const std::function<void()>& each_round) {

@@ -11,13 +11,21 @@
 
 #include "asyncps/error.h"
 #include "asyncps/mpi_environment.h"
+#include "asyncps/stall_watch.h"
+#include "string_collectives.h"
 #include "worker_impl.h"
 
 namespace asyncps {
 
 WorkerClient::WorkerClient(Session& session) : impl_(std::make_unique<Impl>(session)) {
-  if (!session.roles().is_worker())
-    throw ConfigError("rank " + std::to_string(session.roles().rank) + " is a server, not a worker");
+  session.check_thread("WorkerClient");
+  // refused on every rank alike (the servers' constructors take part in this collective)
+  const std::string problem = session.roles().is_worker()
+                                  ? std::string()
+                                  : "rank " + std::to_string(session.roles().rank) + " is a server, not a worker (WorkerClient)";
+  if (const std::string first = detail::first_problem(session.comm(), problem); !first.empty()) throw ConfigError(first);
+  StallWatch watch(detail::wait_timeout(session.options().stall_timeout),
+                   session.role_name() + " creating the windows and restoring (collective with every rank)");
   impl_->chunk_floats = std::max<std::size_t>(1, session.options().chunk_bytes / sizeof(float));
   // the transport needs the target (pt2pt): complete by request, and sleep while waiting
   impl_->by_request = session.server_progress() == ServerProgress::Wake;
@@ -29,6 +37,9 @@ WorkerClient::WorkerClient(Session& session) : impl_(std::make_unique<Impl>(sess
   impl_->timeline.set_origin();
   impl_->liveness = detail::Liveness(session, impl_->win);
   const int s = session.roles().num_servers;
+  impl_->flush_timeout = detail::wait_timeout(session.options().stall_timeout);
+  impl_->flush_what = session.role_name() + " waiting in MPI_Win_flush for " +
+                      (s == 1 ? session.describe_rank(0) : "the servers (ranks 0-" + std::to_string(s - 1) + ")");
   impl_->waiter.watch(&impl_->liveness, s == 1 ? "an answer from " + session.describe_rank(0)
                                                : "an answer from the servers (ranks 0-" + std::to_string(s - 1) + ")");
   impl_->liveness.beat();
@@ -46,6 +57,7 @@ WorkerClient::~WorkerClient() {
 }
 
 void WorkerClient::pull(std::span<float> params) {
+  impl_->enter("WorkerClient::pull");
   impl_->check_size(params.size(), "WorkerClient::pull");
   const auto t0 = Clock::now();
   impl_->issue_pull(params.data(), nullptr);
@@ -57,7 +69,9 @@ void WorkerClient::pull(std::span<float> params) {
 
 void WorkerClient::push(std::span<const float> grad, float scale) {
   Impl& m = *impl_;
+  m.enter("WorkerClient::push");
   m.check_size(grad.size(), "WorkerClient::push");
+  Impl::check_scale(scale, "WorkerClient::push");
   if (m.drained) throw Error("WorkerClient::push after drain(): this worker said it was done updating");
   const auto t0 = Clock::now();
   // Plain MPI_Accumulate (no request objects on the hot path). Each piece (at most
@@ -70,8 +84,17 @@ void WorkerClient::push(std::span<const float> grad, float scale) {
   m.push_buffer.resize(piece);
   float* scaled = m.push_buffer.data();
   const MPI_Win w = m.win.params.get();
+  // Nothing non-finite is ever sent: a NaN or Inf in grad is refused before anything leaves,
+  // and each scaled piece is checked in cache before it goes (a finite product overflowing to
+  // Inf in a later piece leaves the earlier pieces applied: StepLoop::end_step and push_async
+  // check the whole update first).
+  if (!detail::all_finite(grad.data(), grad.size()))
+    throw ConfigError("WorkerClient::push: grad holds NaN or Inf (nothing was sent)");
   m.for_each_piece([&](int target, MPI_Aint disp, std::size_t off, int n) {
     detail::scale_into(scaled, grad.data() + off, static_cast<std::size_t>(n), scale);  // scale * grad
+    if (!detail::all_finite(scaled, static_cast<std::size_t>(n)))
+      throw ConfigError("WorkerClient::push: scale * grad overflows to Inf at float " + std::to_string(off) +
+                        (off == 0 ? " (nothing was sent)" : " (the pieces before it were applied)"));
     ASYNCPS_MPI_CHECK(MPI_Accumulate(scaled, n, MPI_FLOAT, target, disp, n, MPI_FLOAT, MPI_SUM, w));
     ASYNCPS_MPI_CHECK(MPI_Win_flush_local(target, w));  // the buffer may be reused now
   });
@@ -82,12 +105,15 @@ void WorkerClient::push(std::span<const float> grad, float scale) {
 }
 
 Ticket WorkerClient::push_async(std::span<const float> grad, float scale) {
-  impl_->check_size(grad.size(), "WorkerClient::push");
-  if (impl_->drained) throw Error("WorkerClient::push after drain(): this worker said it was done updating");
+  impl_->enter("WorkerClient::push_async");
+  impl_->check_size(grad.size(), "WorkerClient::push_async");
+  Impl::check_scale(scale, "WorkerClient::push_async");
+  if (impl_->drained) throw Error("WorkerClient::push_async after drain(): this worker said it was done updating");
   return impl_->start_accumulate(impl_->win.params, grad, scale);
 }
 
 Ticket WorkerClient::pull_async(std::span<float> params) {
+  impl_->enter("WorkerClient::pull_async");
   impl_->check_size(params.size(), "WorkerClient::pull_async");
   const auto t0 = Clock::now();
   Impl::Pending p;
@@ -100,6 +126,7 @@ Ticket WorkerClient::pull_async(std::span<float> params) {
 }
 
 void WorkerClient::wait(Ticket ticket) {
+  impl_->enter("WorkerClient::wait");
   auto it = impl_->pending.find(ticket);
   if (it == impl_->pending.end()) throw Error("WorkerClient::wait: unknown or already completed ticket");
   const auto t0 = Clock::now();
@@ -112,15 +139,21 @@ void WorkerClient::wait(Ticket ticket) {
 }
 
 void WorkerClient::wait_all() {
+  impl_->enter("WorkerClient::wait_all");
   while (!impl_->pending.empty()) wait(impl_->pending.begin()->first);
 }
 
 std::int64_t WorkerClient::next_step() {
+  impl_->enter("WorkerClient::next_step");
+  if (impl_->drained) throw Error("WorkerClient::next_step after drain(): this worker said it was done updating");
   ++impl_->stats.steps;
   return impl_->fetch_and_add(detail::ctrl::kGlobalStep, 1, MPI_SUM) + 1;
 }
 
 std::optional<std::int64_t> WorkerClient::claim_step(std::int64_t limit) {
+  impl_->enter("WorkerClient::claim_step");
+  Impl::check_limit(limit, "WorkerClient::claim_step");
+  if (impl_->drained) throw Error("WorkerClient::claim_step after drain(): this worker said it was done updating");
   const std::int64_t mine = impl_->fetch_and_add(detail::ctrl::kGlobalStep, 1, MPI_SUM) + 1;
   if (mine <= limit) {
     ++impl_->stats.steps;
@@ -130,9 +163,12 @@ std::optional<std::int64_t> WorkerClient::claim_step(std::int64_t limit) {
   return std::nullopt;
 }
 
-std::int64_t WorkerClient::global_step() { return impl_->fetch_and_add(detail::ctrl::kGlobalStep, 0, MPI_NO_OP); }
+std::int64_t WorkerClient::global_step() {
+  impl_->enter("WorkerClient::global_step");
+  return impl_->fetch_and_add(detail::ctrl::kGlobalStep, 0, MPI_NO_OP); }
 
 void WorkerClient::drain() {
+  impl_->session.check_thread("WorkerClient::drain");
   if (impl_->drained) return;
   impl_->end_compute();
   wait_all();
@@ -154,6 +190,7 @@ void WorkerClient::drain() {
 
 void WorkerClient::finish() {
   if (!impl_ || impl_->finished) return;
+  impl_->session.check_thread("WorkerClient::finish");
   drain();
   impl_->finished = true;
   // Matches the servers' MPI_Ibarrier in serve(): completes when every worker is here. A worker
@@ -169,10 +206,14 @@ void WorkerClient::finish() {
     impl_->control_op(detail::ctrl::kBeat0, nullptr, &beat0, 1, MPI_NO_OP);
     impl_->liveness.saw_server0(beat0);
   });
+  StallWatch watch(detail::wait_timeout(impl_->session.options().stall_timeout),
+                   impl_->session.role_name() + " at the end of the job (final checkpoint, staleness, timeline, freeing the windows: collective "
+                       "with every rank)");
   impl_->win.end_epochs();
   impl_->final_state = detail::finish_job(impl_->session, impl_->win, nullptr);  // the final checkpoint
   impl_->job_staleness = detail::allreduce_staleness(impl_->session.comm(), impl_->staleness);
   detail::write_timeline(impl_->session, impl_->timeline);
+  impl_->win.close();  // the job's end, where every rank is (the servers at the end of serve())
 }
 
 bool WorkerClient::finished() const noexcept { return impl_->finished; }

@@ -4,6 +4,7 @@
 #pragma once
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <thread>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "asyncps/error.h"
+#include "asyncps/stall_watch.h"
 #include "asyncps/step_loop.h"
 #include "asyncps/worker_client.h"
 #include "check.h"
@@ -184,7 +186,7 @@ struct WorkerClient::Impl {
 
   void finish_claim(std::vector<MPI_Request>& reqs) {
     if (by_request) return waitall(reqs);
-    ASYNCPS_MPI_CHECK(MPI_Win_flush(detail::ctrl::kControlRank, win.control.get()));  // also an SSP clock tick
+    flush_control();  // also an SSP clock tick
     flush(win.params);  // also completes the last push
     remote_incomplete = false;
   }
@@ -246,6 +248,23 @@ struct WorkerClient::Impl {
 
   std::size_t arena() const { return session.layout().size(); }
 
+  // Every public call of the worker's layers starts here: the FUNNELED rule, and no use of the
+  // windows once finish() freed them.
+  void enter(const char* call) const {
+    session.check_thread(call);
+    if (finished) throw Error(std::string(call) + " after finish(): the worker's windows are freed");
+  }
+  static void check_scale(float scale, const char* call) {
+    if (!std::isfinite(scale))
+      throw ConfigError(std::string(call) + ": scale must be a finite number, got " + std::to_string(scale) +
+                        " (nothing was sent)");
+  }
+  // A step limit: at most 2^62 (drained workers' SSP clocks jump by 2^60; counts never wrap).
+  static void check_limit(std::int64_t limit, const char* call) {
+    if (limit < 0 || limit > (std::int64_t{1} << 62))
+      throw ConfigError(std::string(call) + ": limit must be in [0, 2^62], got " + std::to_string(limit));
+  }
+
   void check_size(std::size_t n, const char* what) const {
     if (n != arena())
       throw ConfigError(std::string(what) + ": span has " + std::to_string(n) + " floats, the layout has " +
@@ -280,6 +299,10 @@ struct WorkerClient::Impl {
     const int buf = take_staging();
     float* scaled = staging[static_cast<std::size_t>(buf)].data();
     detail::scale_into(scaled, grad.data(), grad.size(), scale);  // the update the servers add
+    if (!detail::all_finite(scaled, grad.size())) {
+      free_staging.push_back(buf);
+      throw ConfigError("WorkerClient::push_async: scale * grad holds NaN or Inf (nothing was sent)");
+    }
     Pending p;
     p.staging = buf;
     p.win = target_win.get();
@@ -298,12 +321,21 @@ struct WorkerClient::Impl {
   const Options& options() const { return session.options(); }
   int num_workers() const { return session.roles().num_workers(); }
 
-  // Completes this worker's operations on `w` at every server that holds a shard.
+  // Completes this worker's operations on `w` at every server that holds a shard. A flush no
+  // heartbeat covers (it blocks inside MPI): watched, so a server that stopped ends the job.
   void flush(MPI_Win w) {
     liveness.beat();
+    const StallWatch watch(flush_timeout, flush_what, StallWatch::Borrowed{});
     for (const Shard& sh : session.plan().shards())
       if (sh.size > 0) ASYNCPS_MPI_CHECK(MPI_Win_flush(sh.server, w));
   }
+  void flush_control() {
+    liveness.beat();
+    const StallWatch watch(flush_timeout, flush_what, StallWatch::Borrowed{});
+    ASYNCPS_MPI_CHECK(MPI_Win_flush(detail::ctrl::kControlRank, win.control.get()));
+  }
+  double flush_timeout = 0;
+  std::string flush_what;  // "worker 0 (rank 1 on h): waiting in MPI_Win_flush for the servers"
   void flush(const detail::Window& w) { flush(w.get()); }
 
   // The global step has reached the limit or a worker asked for a halt (one atomic read of

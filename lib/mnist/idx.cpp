@@ -36,6 +36,8 @@ std::vector<unsigned char> slurp(const std::filesystem::path& file) {
   const auto status = std::filesystem::status(file, ec);
   if (!std::filesystem::exists(status)) fail(file, "file not found");
   if (std::filesystem::is_directory(status)) fail(file, "is a directory, not an IDX file");
+  // a FIFO, socket or device in its place would block the read (or never end): refused
+  if (!std::filesystem::is_regular_file(status)) fail(file, "not a regular file (a FIFO, socket or device?)");
 
   std::ifstream in(file, std::ios::binary | std::ios::ate);
   if (!in) fail(file, std::string("cannot open for reading: ") + std::strerror(errno));
@@ -73,9 +75,13 @@ void check_size(const std::filesystem::path& file, std::size_t actual, std::uint
 
 }  // namespace
 
-IdxImages read_idx_images(const std::filesystem::path& file) {
+IdxImages read_idx_images(const std::filesystem::path& file) { return parse_idx_images(slurp(file), file); }
+
+std::vector<std::uint8_t> read_idx_labels(const std::filesystem::path& file) { return parse_idx_labels(slurp(file), file); }
+
+IdxImages parse_idx_images(std::span<const unsigned char> bytes, const std::filesystem::path& file) {
   constexpr std::size_t kHeader = 16;
-  const auto bytes = slurp(file);
+  if (bytes.empty()) fail(file, "empty file (0 bytes)");
   // Magic first (when there are 4 bytes), so a wrong kind of file is reported as such.
   if (bytes.size() >= 4)
     check_magic(file, be32(&bytes[0]), kIdxImagesMagic, "IDX images: unsigned byte, 3 dimensions");
@@ -107,9 +113,9 @@ IdxImages read_idx_images(const std::filesystem::path& file) {
   return out;
 }
 
-std::vector<std::uint8_t> read_idx_labels(const std::filesystem::path& file) {
+std::vector<std::uint8_t> parse_idx_labels(std::span<const unsigned char> bytes, const std::filesystem::path& file) {
   constexpr std::size_t kHeader = 8;
-  const auto bytes = slurp(file);
+  if (bytes.empty()) fail(file, "empty file (0 bytes)");
   // Magic first (when there are 4 bytes), so a wrong kind of file is reported as such.
   if (bytes.size() >= 4)
     check_magic(file, be32(&bytes[0]), kIdxLabelsMagic, "IDX labels: unsigned byte, 1 dimension");

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <span>
 #include <vector>
 
 #include "mnist/error.h"
@@ -23,5 +24,9 @@ IdxImages read_idx_images(const std::filesystem::path& file);
 
 // Labels must be digits 0..9.
 std::vector<std::uint8_t> read_idx_labels(const std::filesystem::path& file);
+
+// The same from a file's bytes, already read (`file` only names it in messages; fuzz/ uses these).
+IdxImages parse_idx_images(std::span<const unsigned char> bytes, const std::filesystem::path& file);
+std::vector<std::uint8_t> parse_idx_labels(std::span<const unsigned char> bytes, const std::filesystem::path& file);
 
 }  // namespace asyncps::mnist

@@ -16,8 +16,11 @@ a gradient with their own model code and push the update, without the servers ta
                 w.end_step(grad, -lr)                                  # arena += -lr * grad
 
 Buffers are C-contiguous float32 arrays of layout.size elements (numpy, the buffer protocol, CPU
-torch tensors), used in place. MPI calls release the GIL. asyncps.torch maps a torch.nn.Module's
-parameters and gradients onto one arena. See docs/PYTHON.md.
+torch tensors), used in place. Calls that may wait for another rank release the GIL; only the
+thread that imported asyncps may call it (others get ConfigError). serve() and finish() free the
+windows at the job's end; dropping an object never runs a collective (an unfinished worker is
+kept and finished at exit). asyncps.torch maps a torch.nn.Module's parameters and gradients onto
+one arena. See docs/PYTHON.md.
 """
 import atexit as _atexit
 import os as _os
@@ -61,11 +64,12 @@ __all__ = [
 
 # MPI_Init_thread(MPI_THREAD_FUNNELED) unless MPI is already up (mpi4py imported first: then
 # set mpi4py.rc.thread_level = "funneled", as Open MPI's pt2pt one-sided component, the one that
-# works between hosts without RDMA, refuses MPI_THREAD_MULTIPLE). Only the main thread may call
-# asyncps.
+# works between hosts without RDMA, refuses MPI_THREAD_MULTIPLE). Only this (the importing) thread
+# may call asyncps.
 _asyncps._init_mpi()
-# At exit: close every live Session, server and worker in reverse order of creation (the same on
-# every rank, so their collective frees match), then MPI_Finalize if we initialised MPI.
+# At exit: close every live or kept (dropped unfinished) Session, server and worker in reverse
+# order of creation (the same on every rank, so their collective parts match), then MPI_Finalize
+# if we initialised MPI.
 _atexit.register(_asyncps._finalize)
 
 

@@ -4,7 +4,10 @@
 #include <pybind11/stl.h>
 #include <pybind11/stl/filesystem.h>
 
+#include "args.h"
 #include "asyncps/checkpoint.h"
+#include "asyncps/error.h"
+#include "asyncps/limits.h"
 #include "asyncps/param_layout.h"
 #include "handles.h"
 
@@ -17,6 +20,40 @@ py::array_t<float> to_numpy(const std::vector<float>& v) {
   std::copy(v.begin(), v.end(), a.mutable_data());
   return a;
 }
+// A tensor's shape: a sequence (with a length) of integers. Refused as the library would
+// (ParamLayout::add) when it is longer than limits::kMaxTensorRank, before it is read.
+std::vector<std::int64_t> shape_arg(py::handle shape, const std::string& name) {
+  constexpr const char* call = "Layout.add";
+  if (PyUnicode_Check(shape.ptr()) || PyBytes_Check(shape.ptr()) || !PySequence_Check(shape.ptr()))
+    throw py::type_error(std::string("asyncps: Layout.add: shape must be a sequence of integers, e.g. (784, 10) (got ") +
+                         type_name(shape) + ")");
+  const Py_ssize_t n = PySequence_Size(shape.ptr());
+  if (n < 0) {
+    PyErr_Clear();
+    throw py::type_error("asyncps: Layout.add: shape must be a sequence of integers with a length (got " +
+                         type_name(shape) + ")");
+  }
+  if (static_cast<std::size_t>(n) > asyncps::limits::kMaxTensorRank)
+    throw asyncps::ConfigError("asyncps: ParamLayout::add: tensor '" + name + "' has " + std::to_string(n) +
+                               " dimensions (at most " + std::to_string(asyncps::limits::kMaxTensorRank) + ")");
+  std::vector<std::int64_t> dims;
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    PyObject* item = PySequence_GetItem(shape.ptr(), i);
+    if (!item) throw py::error_already_set();
+    const py::object d = py::reinterpret_steal<py::object>(item);
+    const std::string arg = "shape[" + std::to_string(i) + "]";
+    dims.push_back(int64_arg(d, call, arg.c_str()));
+  }
+  return dims;
+}
+
+asyncps::ParamLayout layout_arg(py::handle layout, const char* call) {
+  if (!py::isinstance<asyncps::ParamLayout>(layout))
+    throw py::type_error("asyncps: " + std::string(call) + ": layout must be an asyncps.Layout (got " +
+                         type_name(layout) + ")");
+  return layout.cast<const asyncps::ParamLayout&>();  // a copy: the GIL may be released while it is used
+}
+
 }  // namespace
 
 void bind_layout(py::module_& m) {
@@ -34,14 +71,29 @@ void bind_layout(py::module_& m) {
                                    "A model's parameters as named tensors packed into one flat float32 arena.\n"
                                    "Every rank must build the same layout (names, shapes, order).")
       .def(py::init<>())
-      .def("add", &asyncps::ParamLayout::add, py::arg("name"), py::arg("shape"),
-           "Appends a tensor; returns its offset in the arena. ConfigError for an empty or repeated name or a "
-           "non-positive dimension.")
+      .def(
+          "add",
+          [](asyncps::ParamLayout& l, py::handle name, py::handle shape) {
+            const std::string n = str_arg(name, "Layout.add", "name");
+            const std::vector<std::int64_t> dims = shape_arg(shape, n);
+            return l.add(n, dims);
+          },
+          py::arg("name"), py::arg("shape"),
+          "Appends a tensor; returns its offset in the arena. ConfigError for an invalid or repeated name, a "
+          "non-positive dimension, too many dimensions or an arena beyond the library's limits.")
       .def_property_readonly("size", &asyncps::ParamLayout::size, "floats in the arena")
       .def_property_readonly("bytes", &asyncps::ParamLayout::bytes)
       .def_property_readonly("hash", &asyncps::ParamLayout::hash, "FNV-1a over names, shapes and order")
-      .def_property_readonly("tensors", &asyncps::ParamLayout::tensors)
-      .def("tensor", &asyncps::ParamLayout::tensor, py::arg("name"), py::return_value_policy::reference_internal)
+      // copies: a later add() may move the tensors of the layout
+      .def_property_readonly(
+          "tensors", [](const asyncps::ParamLayout& l) { return std::vector<asyncps::TensorInfo>(l.tensors()); },
+          "a list of copies of the tensors' TensorInfo, in order")
+      .def(
+          "tensor",
+          [](const asyncps::ParamLayout& l, py::handle name) {
+            return asyncps::TensorInfo(l.tensor(str_arg(name, "Layout.tensor", "name")));
+          },
+          py::arg("name"), "A copy of that tensor's TensorInfo; ConfigError if the layout has none of that name.")
       .def("__len__", [](const asyncps::ParamLayout& l) { return l.tensors().size(); })
       .def("__repr__", [](const asyncps::ParamLayout& l) {
         return "Layout(" + std::to_string(l.tensors().size()) + " tensors, " + std::to_string(l.size()) + " floats)";
@@ -49,7 +101,9 @@ void bind_layout(py::module_& m) {
 
   m.def(
       "read_checkpoint",
-      [](const std::filesystem::path& index, const asyncps::ParamLayout& layout) {
+      [](py::handle index_arg, py::handle layout_obj) {
+        const std::filesystem::path index = path_arg(index_arg, "read_checkpoint", "index");
+        const asyncps::ParamLayout layout = layout_arg(layout_obj, "read_checkpoint");
         asyncps::CheckpointData c;
         {
           py::gil_scoped_release unlocked;
@@ -67,17 +121,25 @@ void bind_layout(py::module_& m) {
       "CheckpointError names the file and the problem.");
   m.def(
       "list_checkpoints",
-      [](const std::filesystem::path& dir) {
+      [](py::handle dir_arg) {
+        const std::filesystem::path dir = path_arg(dir_arg, "list_checkpoints", "dir");
         std::vector<std::string> out;
-        for (const auto& p : asyncps::list_checkpoints(dir)) out.push_back(p.string());
+        {
+          py::gil_scoped_release unlocked;  // (a directory scan: maybe a slow file system)
+          for (const auto& p : asyncps::list_checkpoints(dir)) out.push_back(p.string());
+        }
         return out;
       },
       py::arg("dir"), "The checkpoint indexes in dir, newest first (not yet verified).");
   m.def(
       "export_npy",
-      [](const std::filesystem::path& dir, const asyncps::ParamLayout& layout, py::handle arena) {
+      [](py::handle dir_arg, py::handle layout_obj, py::handle arena) {
+        const std::filesystem::path dir = path_arg(dir_arg, "export_npy", "dir");
+        const asyncps::ParamLayout layout = layout_arg(layout_obj, "export_npy");
         FloatBuffer b = float_buffer(arena, layout.size(), "export_npy: arena", false);
-        asyncps::export_npy(dir, layout, std::vector<float>(b.span.begin(), b.span.end()));
+        std::vector<float> copy(b.span.begin(), b.span.end());  // (with the GIL: the arena is Python's)
+        py::gil_scoped_release unlocked;
+        asyncps::export_npy(dir, layout, copy);
       },
       py::arg("dir"), py::arg("layout"), py::arg("arena"), "Writes each tensor of the arena as <dir>/<name>.npy.");
 }

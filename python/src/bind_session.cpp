@@ -5,6 +5,7 @@
 
 #include <optional>
 
+#include "args.h"
 #include "asyncps/error.h"
 #include "handles.h"
 
@@ -20,17 +21,22 @@ E parse_choice(const std::string& value, const char* option, std::initializer_li
     if (value == name) return e;
     names += (names.empty() ? "" : ", ") + std::string(name);
   }
-  throw asyncps::ConfigError("Options::" + std::string(option) + " '" + value + "': one of " + names);
+  throw asyncps::ConfigError("asyncps: Session: Options::" + std::string(option) + " '" + value + "': one of " + names);
 }
 
-// MPI_COMM_WORLD, or an mpi4py communicator (through its Fortran handle: no mpi4py headers).
+// MPI_COMM_WORLD, or an mpi4py intracommunicator (through its Fortran handle: no mpi4py
+// headers). Anything else is refused before it can reach MPI as a bogus handle.
 MPI_Comm communicator(const py::object& comm) {
   if (comm.is_none()) return MPI_COMM_WORLD;
-  if (!py::hasattr(comm, "py2f"))
-    throw py::value_error("asyncps: Session: comm must be None (MPI_COMM_WORLD) or an mpi4py communicator (got " +
-                          std::string(py::str(py::type::handle_of(comm).attr("__name__"))) + ")");
+  const py::dict modules = py::module_::import("sys").attr("modules");
+  const py::object mpi = modules.contains("mpi4py.MPI") ? py::object(modules["mpi4py.MPI"]) : py::object(py::none());
+  if (mpi.is_none() || !py::isinstance(comm, mpi.attr("Comm")))
+    throw py::type_error("asyncps: Session: comm must be None (MPI_COMM_WORLD) or an mpi4py intracommunicator (got " +
+                         type_name(comm) + ")");
   const MPI_Comm c = MPI_Comm_f2c(comm.attr("py2f")().cast<MPI_Fint>());
-  if (c == MPI_COMM_NULL) throw py::value_error("asyncps: Session: comm is MPI.COMM_NULL");
+  if (c == MPI_COMM_NULL) throw asyncps::ConfigError("asyncps: Session: comm is MPI.COMM_NULL (or freed)");
+  if (!py::isinstance(comm, mpi.attr("Intracomm")))
+    throw py::type_error("asyncps: Session: comm must be an intracommunicator (got " + type_name(comm) + ")");
   return c;
 }
 
@@ -43,6 +49,16 @@ std::string mode_name(asyncps::Mode m) {
   return "?";
 }
 
+// A rank of the session: an integer in [0, size).
+int rank_arg(const SessionHandle& h, py::handle rank, const char* call) {
+  const int size = h.get(call).roles().size;
+  const std::int64_t r = int64_arg(rank, call, "rank");
+  if (r < 0 || r >= size)
+    throw asyncps::ConfigError("asyncps: " + std::string(call) + ": rank must be in [0, " + std::to_string(size) +
+                               "), got " + std::to_string(r));
+  return static_cast<int>(r);
+}
+
 }  // namespace
 
 void bind_session(py::module_& m) {
@@ -51,81 +67,114 @@ void bind_session(py::module_& m) {
       "One training job's view of the ranks. Collective over the communicator: every rank creates it with\n"
       "the same layout and options (ConfigError on every rank otherwise). Ranks [0, num_servers) serve the\n"
       "arena (ParameterServer), the others are workers (WorkerClient); the first worker is the chief.")
-      .def(py::init([](const asyncps::ParamLayout& layout, const py::object& comm, int num_servers,
-                       const std::string& mode, int staleness, bool staleness_lr, float dc_lambda, bool overlap,
-                       const std::string& pull, double stall_timeout, const std::string& timeline,
-                       const std::optional<std::filesystem::path>& checkpoint_dir, double save_secs, int keep,
-                       const std::optional<std::filesystem::path>& restart_from, bool restore,
-                       const std::string& server_progress, int server_poll_us, int server_spin_us,
-                       int wait_spin_us) {
+      .def(py::init([](py::handle layout_arg, const py::object& comm, py::handle num_servers, py::handle mode,
+                       py::handle staleness, py::handle staleness_lr, py::handle dc_lambda, py::handle overlap,
+                       py::handle pull, py::handle stall_timeout, py::handle timeline, py::handle checkpoint_dir,
+                       py::handle save_secs, py::handle keep, py::handle restart_from, py::handle restore,
+                       py::handle server_progress, py::handle server_poll_us, py::handle server_spin_us,
+                       py::handle wait_spin_us) {
+             constexpr const char* call = "Session";
+             check_thread(call);
+             if (!py::isinstance<asyncps::ParamLayout>(layout_arg))
+               throw py::type_error("asyncps: Session: layout must be an asyncps.Layout (got " + type_name(layout_arg) +
+                                    ")");
+             // every argument converted (Python code may run) before anything is kept
              asyncps::Options o;
-             o.num_servers = num_servers;
-             o.mode = parse_choice<asyncps::Mode>(mode, "mode", {{"async", asyncps::Mode::Async},
-                                                                 {"sync", asyncps::Mode::Sync},
-                                                                 {"ssp", asyncps::Mode::Ssp}});
-             o.staleness = staleness;
-             o.staleness_lr = staleness_lr;
-             o.dc_lambda = dc_lambda;
-             o.overlap = overlap;
+             o.num_servers = int_arg(num_servers, call, "num_servers");
+             o.mode = parse_choice<asyncps::Mode>(str_arg(mode, call, "mode"), "mode",
+                                                  {{"async", asyncps::Mode::Async},
+                                                   {"sync", asyncps::Mode::Sync},
+                                                   {"ssp", asyncps::Mode::Ssp}});
+             o.staleness = int_arg(staleness, call, "staleness");
+             o.staleness_lr = bool_arg(staleness_lr, call, "staleness_lr");
+             o.dc_lambda = float32_arg(dc_lambda, call, "dc_lambda");
+             o.overlap = bool_arg(overlap, call, "overlap");
              o.pull = parse_choice<asyncps::PullMethod>(
-                 pull, "pull", {{"get_accumulate", asyncps::PullMethod::GetAccumulate}, {"get", asyncps::PullMethod::Get}});
-             o.stall_timeout = stall_timeout;
-             o.timeline = timeline;
-             if (checkpoint_dir) o.checkpoint.dir = *checkpoint_dir;
-             o.checkpoint.save_secs = save_secs;
-             o.checkpoint.keep = keep;
-             if (restart_from) o.checkpoint.restart_from = *restart_from;
-             o.checkpoint.restore = restore;
+                 str_arg(pull, call, "pull"), "pull",
+                 {{"get_accumulate", asyncps::PullMethod::GetAccumulate}, {"get", asyncps::PullMethod::Get}});
+             o.stall_timeout = double_arg(stall_timeout, call, "stall_timeout");
+             o.timeline = str_arg(timeline, call, "timeline");
+             if (auto d = optional_path_arg(checkpoint_dir, call, "checkpoint_dir")) o.checkpoint.dir = *d;
+             o.checkpoint.save_secs = double_arg(save_secs, call, "save_secs");
+             o.checkpoint.keep = int_arg(keep, call, "keep");
+             if (auto r = optional_path_arg(restart_from, call, "restart_from")) o.checkpoint.restart_from = *r;
+             o.checkpoint.restore = bool_arg(restore, call, "restore");
              o.server_progress = parse_choice<asyncps::ServerProgress>(
-                 server_progress, "server_progress",
+                 str_arg(server_progress, call, "server_progress"), "server_progress",
                  {{"auto", asyncps::ServerProgress::Auto}, {"poll", asyncps::ServerProgress::Poll},
                   {"wake", asyncps::ServerProgress::Wake}});
-             o.server_poll_us = server_poll_us;
-             o.server_spin_us = server_spin_us;
-             o.wait_spin_us = wait_spin_us;
+             o.server_poll_us = int_arg(server_poll_us, call, "server_poll_us");
+             o.server_spin_us = int_arg(server_spin_us, call, "server_spin_us");
+             o.wait_spin_us = int_arg(wait_spin_us, call, "wait_spin_us");
              const MPI_Comm c = communicator(comm);
+             // a copy taken with the GIL held: another thread may change the Layout meanwhile
+             asyncps::ParamLayout layout = layout_arg.cast<const asyncps::ParamLayout&>();
+             check_thread(call);  // (the conversions ran Python code: still here, and not in a tick)
              auto h = std::make_shared<SessionHandle>();
              {
                py::gil_scoped_release unlocked;  // collective: the other ranks may take a while
-               h->session = std::make_unique<asyncps::Session>(c, layout, o);
+               h->session = std::make_unique<asyncps::Session>(c, std::move(layout), std::move(o));
              }
              track(h);
              return h;
            }),
            py::arg("layout"), py::arg("comm") = py::none(), py::kw_only(), py::arg("num_servers") = 1,
            py::arg("mode") = "async", py::arg("staleness") = 0, py::arg("staleness_lr") = false,
-           py::arg("dc_lambda") = 0.0f, py::arg("overlap") = false, py::arg("pull") = "get_accumulate",
+           py::arg("dc_lambda") = 0.0, py::arg("overlap") = false, py::arg("pull") = "get_accumulate",
            py::arg("stall_timeout") = 60.0, py::arg("timeline") = "", py::arg("checkpoint_dir") = py::none(),
            py::arg("save_secs") = 60.0, py::arg("keep") = 5, py::arg("restart_from") = py::none(),
            py::arg("restore") = true, py::arg("server_progress") = "auto", py::arg("server_poll_us") = -1,
            py::arg("server_spin_us") = 0, py::arg("wait_spin_us") = 50)
-      .def_property_readonly("rank", [](const SessionHandle& h) { return h.get().roles().rank; })
-      .def_property_readonly("size", [](const SessionHandle& h) { return h.get().roles().size; })
-      .def_property_readonly("num_servers", [](const SessionHandle& h) { return h.get().roles().num_servers; })
-      .def_property_readonly("num_workers", [](const SessionHandle& h) { return h.get().roles().num_workers(); })
-      .def_property_readonly("is_server", [](const SessionHandle& h) { return h.get().roles().is_server(); })
-      .def_property_readonly("is_worker", [](const SessionHandle& h) { return h.get().roles().is_worker(); })
-      .def_property_readonly("is_chief", [](const SessionHandle& h) { return h.get().roles().is_chief(); })
+      .def_property_readonly("rank", [](const SessionHandle& h) { return h.get("Session.rank").roles().rank; })
+      .def_property_readonly("size", [](const SessionHandle& h) { return h.get("Session.size").roles().size; })
+      .def_property_readonly("num_servers",
+                             [](const SessionHandle& h) { return h.get("Session.num_servers").roles().num_servers; })
+      .def_property_readonly("num_workers",
+                             [](const SessionHandle& h) { return h.get("Session.num_workers").roles().num_workers(); })
+      .def_property_readonly("is_server",
+                             [](const SessionHandle& h) { return h.get("Session.is_server").roles().is_server(); })
+      .def_property_readonly("is_worker",
+                             [](const SessionHandle& h) { return h.get("Session.is_worker").roles().is_worker(); })
+      .def_property_readonly("is_chief",
+                             [](const SessionHandle& h) { return h.get("Session.is_chief").roles().is_chief(); })
       .def_property_readonly("worker_index",
                              [](const SessionHandle& h) -> std::optional<int> {
-                               const auto& r = h.get().roles();
+                               const auto& r = h.get("Session.worker_index").roles();
                                return r.is_worker() ? std::optional<int>(r.worker_index()) : std::nullopt;
                              })
-      .def_property_readonly("mode", [](const SessionHandle& h) { return mode_name(h.get().options().mode); })
-      .def_property_readonly("layout", [](const SessionHandle& h) { return h.get().layout(); })
-      .def_property_readonly("single_node", [](const SessionHandle& h) { return h.get().single_node(); })
-      .def("host", [](const SessionHandle& h, int rank) { return h.get().host(rank); }, py::arg("rank"))
-      .def("describe_rank", [](const SessionHandle& h, int rank) { return h.get().describe_rank(rank); },
-           py::arg("rank"))
+      .def_property_readonly("mode",
+                             [](const SessionHandle& h) { return mode_name(h.get("Session.mode").options().mode); })
+      .def_property_readonly(
+          "layout", [](const SessionHandle& h) { return asyncps::ParamLayout(h.get("Session.layout").layout()); },
+          "a copy of the session's layout")
+      .def_property_readonly("single_node",
+                             [](const SessionHandle& h) { return h.get("Session.single_node").single_node(); })
+      .def(
+          "host",
+          [](const SessionHandle& h, py::handle rank) {
+            return h.get("Session.host").host(rank_arg(h, rank, "Session.host"));
+          },
+          py::arg("rank"), "That rank's host name (MPI_Get_processor_name).")
+      .def(
+          "describe_rank",
+          [](const SessionHandle& h, py::handle rank) {
+            return h.get("Session.describe_rank").describe_rank(rank_arg(h, rank, "Session.describe_rank"));
+          },
+          py::arg("rank"), "'worker 1 (rank 2 on host-b)': a rank as messages name it.")
       .def_property_readonly("closed", [](const SessionHandle& h) { return !h.session; })
       .def(
           "close",
           [](SessionHandle& h) {
+            check_thread("Session.close");
+            if (!h.session) return;  // (closing twice does nothing)
             if (h.open_dependants > 0)
-              throw py::value_error("asyncps: Session.close: close its ParameterServer or WorkerClient first");
+              throw py::value_error(
+                  "asyncps: Session.close: close its ParameterServer or WorkerClient first (a WorkerClient dropped "
+                  "without finish() stays open until exit)");
             h.close();
           },
-          "Frees the session's communicator (collective). Its server or worker must be closed first.")
+          "Frees the session's communicator (MPI_Comm_free: collective, so at the same point on every rank; the GIL "
+          "released). Its server or worker must be closed first. Without close() it is freed at exit.")
       .def("__repr__", [](const SessionHandle& h) {
         if (!h.session) return std::string("Session(closed)");
         return "Session(" + h.session->describe_rank(h.session->roles().rank) + ", " +

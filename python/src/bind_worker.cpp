@@ -3,10 +3,12 @@
 // One Python object holds the C++ layers a worker uses: WorkerClient (pull/push/claim, the
 // transport), StepLoop (begin_step/end_step: the mode, the non-finite guard, staleness) and
 // ShadowStore (store_shadow/load_shadow). Buffers are viewed, never copied; the GIL is released
-// during every call that enters MPI.
+// during every call that enters MPI (property reads keep it: they never wait).
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include "args.h"
+#include "asyncps/error.h"
 #include "handles.h"
 #include "staleness_dict.h"
 
@@ -15,10 +17,11 @@ namespace py = pybind11;
 namespace asyncps_python {
 namespace {
 
-// (refuses a closed worker first: closing also lets go of its session)
-std::size_t arena_floats(const WorkerHandle& h) {
-  h.get();
-  return h.session->get().layout().size();
+// The thread check, then the arena's size (refuses a closed worker: closing also lets go of
+// its session).
+std::size_t arena_floats(const WorkerHandle& h, const char* call) {
+  h.get(call);
+  return h.session->get(call).layout().size();
 }
 
 py::dict stats_dict(const asyncps::WorkerStats& s) {
@@ -60,9 +63,16 @@ void bind_worker(py::module_& m) {
       "A worker's access to the arena on the servers (MPI-3 passive target: the servers never take part).\n"
       "Collective with the ParameterServers. Buffers: C-contiguous float32 of layout.size elements (numpy\n"
       "arrays, anything with the buffer protocol, CPU torch tensors), used in place.\n"
-      "As a context manager it calls finish() on a clean exit.")
-      .def(py::init([](std::shared_ptr<SessionHandle> session) {
-             asyncps::Session& s = session->get();
+      "As a context manager it calls finish() on a clean exit. Dropped unfinished, it is kept and finished\n"
+      "at exit (a RuntimeWarning says so): dropping never waits for the other ranks.")
+      .def(py::init([](py::handle session_obj) {
+             constexpr const char* call = "WorkerClient";
+             check_thread(call);
+             if (!py::isinstance<SessionHandle>(session_obj))
+               throw py::type_error("asyncps: WorkerClient: session must be an asyncps.Session (got " +
+                                    type_name(session_obj) + ")");
+             auto session = session_obj.cast<std::shared_ptr<SessionHandle>>();
+             asyncps::Session& s = session->get(call, false);
              auto h = std::make_shared<WorkerHandle>();
              h->attach(std::move(session));
              {
@@ -75,147 +85,217 @@ void bind_worker(py::module_& m) {
              return h;
            }),
            py::arg("session"))
-      // ---- the transport
+      // ---- the transport. Every call: the thread check, then its arguments (which may run
+      // Python code), then the worker looked up, then the GIL released around the library call.
       .def(
           "pull",
           [](WorkerHandle& h, py::handle params) {
-            FloatBuffer b = float_buffer(params, arena_floats(h), "WorkerClient.pull: params", true);
+            constexpr const char* call = "WorkerClient.pull";
+            FloatBuffer b = float_buffer(params, arena_floats(h, call), "WorkerClient.pull: params", true);
+            asyncps::WorkerClient& w = h.get(call);
             py::gil_scoped_release unlocked;
-            h.get().pull(b.span);
+            w.pull(b.span);
           },
           py::arg("params"), "params[:] = the arena (element-wise atomic reads).")
       .def(
           "push",
-          [](WorkerHandle& h, py::handle grad, float scale) {
-            FloatBuffer b = float_buffer(grad, arena_floats(h), "WorkerClient.push: grad", false);
+          [](WorkerHandle& h, py::handle grad, py::handle scale) {
+            constexpr const char* call = "WorkerClient.push";
+            const std::size_t n = arena_floats(h, call);
+            const float sc = scale_arg(scale, call);
+            FloatBuffer b = float_buffer(grad, n, "WorkerClient.push: grad", false);
+            asyncps::WorkerClient& w = h.get(call);
             py::gil_scoped_release unlocked;
-            h.get().push(b.span, scale);
+            w.push(b.span, sc);
           },
-          py::arg("grad"), py::arg("scale"), "arena += scale * grad; returns when the update is in the arena.")
+          py::arg("grad"), py::arg("scale"),
+          "arena += scale * grad; returns when the update is in the arena. A non-finite scale or grad is refused "
+          "(ConfigError) before anything is sent.")
       .def(
           "push_async",
-          [](WorkerHandle& h, py::handle grad, float scale) {
-            FloatBuffer b = float_buffer(grad, arena_floats(h), "WorkerClient.push_async: grad", false);
+          [](WorkerHandle& h, py::handle grad, py::handle scale) {
+            constexpr const char* call = "WorkerClient.push_async";
+            const std::size_t n = arena_floats(h, call);
+            const float sc = scale_arg(scale, call);
+            FloatBuffer b = float_buffer(grad, n, "WorkerClient.push_async: grad", false);
+            asyncps::WorkerClient& w = h.get(call);
             py::gil_scoped_release unlocked;
-            return h.get().push_async(b.span, scale);
+            return w.push_async(b.span, sc);
           },
-          py::arg("grad"), py::arg("scale"), "Like push, returns a ticket at once (grad is copied: free on return).")
+          py::arg("grad"), py::arg("scale"),
+          "Like push, returns a ticket at once (scale * grad is copied: grad is free on return).")
       .def(
           "pull_async",
           [](WorkerHandle& h, py::handle params) {
-            FloatBuffer b = float_buffer(params, arena_floats(h), "WorkerClient.pull_async: params", true);
+            constexpr const char* call = "WorkerClient.pull_async";
+            FloatBuffer b = float_buffer(params, arena_floats(h, call), "WorkerClient.pull_async: params", true);
+            asyncps::WorkerClient& w = h.get(call);
             asyncps::Ticket t;
             {
               py::gil_scoped_release unlocked;
-              t = h.get().pull_async(b.span);
+              t = w.pull_async(b.span);
             }
-            h.pending.emplace(t, std::move(b));  // the buffer stays alive until wait()
+            h.pending.insert_or_assign(t, std::move(b));  // the buffer (and its owner) stay alive until waited for
             return t;
           },
-          py::arg("params"), "Starts a pull into params; returns a ticket (params is filled once wait() returns).")
+          py::arg("params"),
+          "Starts a pull into params; returns a ticket (params is filled once wait() returns; the worker keeps "
+          "params alive until then).")
       .def(
           "wait",
-          [](WorkerHandle& h, asyncps::Ticket t) {
+          [](WorkerHandle& h, py::handle ticket) {
+            constexpr const char* call = "WorkerClient.wait";
+            check_thread(call);
+            const asyncps::Ticket t = int64_arg(ticket, call, "ticket");
+            asyncps::WorkerClient& w = h.get(call);
             {
               py::gil_scoped_release unlocked;
-              h.get().wait(t);
+              w.wait(t);
             }
             h.pending.erase(t);
           },
-          py::arg("ticket"))
+          py::arg("ticket"), "Blocks until that push_async/pull_async is complete.")
       .def("wait_all",
            [](WorkerHandle& h) {
+             asyncps::WorkerClient& w = h.get("WorkerClient.wait_all");
              {
                py::gil_scoped_release unlocked;
-               h.get().wait_all();
+               w.wait_all();
              }
              h.pending.clear();
            })
-      .def("next_step", [](WorkerHandle& h) {
-        py::gil_scoped_release unlocked;
-        return h.get().next_step();
-      }, "Adds 1 to the global step; returns the new value.")
+      .def(
+          "next_step",
+          [](WorkerHandle& h) {
+            asyncps::WorkerClient& w = h.get("WorkerClient.next_step");
+            py::gil_scoped_release unlocked;
+            return w.next_step();
+          },
+          "Adds 1 to the global step; returns the new value.")
       .def(
           "claim_step",
-          [](WorkerHandle& h, std::int64_t limit) {
+          [](WorkerHandle& h, py::handle limit) {
+            constexpr const char* call = "WorkerClient.claim_step";
+            check_thread(call);
+            const std::int64_t l = int64_arg(limit, call, "limit");
+            asyncps::WorkerClient& w = h.get(call);
             py::gil_scoped_release unlocked;
-            return h.get().claim_step(limit);
+            return w.claim_step(l);
           },
           py::arg("limit"), "Claims one global step below limit: its value, or None once the job is complete.")
-      .def_property_readonly("global_step", [](WorkerHandle& h) {
-        py::gil_scoped_release unlocked;
-        return h.get().global_step();
+      .def_property_readonly("global_step",
+                             [](WorkerHandle& h) {
+                               asyncps::WorkerClient& w = h.get("WorkerClient.global_step");
+                               py::gil_scoped_release unlocked;
+                               return w.global_step();
+                             })
+      .def(
+          "drain",
+          [](WorkerHandle& h) {
+            asyncps::WorkerClient& w = h.get("WorkerClient.drain");
+            {
+              py::gil_scoped_release unlocked;
+              w.drain();
+            }
+            h.pending.clear();  // (drain completed every pull_async)
+          },
+          "Waits until no worker updates any more; pull() then returns the final arena.")
+      .def(
+          "finish",
+          [](WorkerHandle& h) {
+            h.get("WorkerClient.finish");
+            h.finish();
+          },
+          "Collective with ParameterServer.serve(): ends this worker's part (drain()s first) and frees its windows. "
+          "A second call does nothing.")
+      .def_property_readonly("finished", [](const WorkerHandle& h) { return h.get("WorkerClient.finished", true).finished(); })
+      .def_property_readonly("stats",
+                             [](const WorkerHandle& h) { return stats_dict(h.get("WorkerClient.stats", true).stats()); })
+      .def_property_readonly("worker_index", [](const WorkerHandle& h) {
+        return h.get("WorkerClient.worker_index", true).worker_index();
       })
-      .def("drain", [](WorkerHandle& h) {
-        py::gil_scoped_release unlocked;
-        h.get().drain();
-      }, "Waits until no worker updates any more; pull() then returns the final arena.")
-      .def("finish", [](WorkerHandle& h) {
-        {
-          py::gil_scoped_release unlocked;
-          h.get().finish();
-        }
-        h.pending.clear();
-      }, "Collective with ParameterServer.serve(): ends this worker's part (drain()s first).")
-      .def_property_readonly("finished", [](const WorkerHandle& h) { return h.get().finished(); })
-      .def_property_readonly("stats", [](const WorkerHandle& h) { return stats_dict(h.get().stats()); })
-      .def_property_readonly("worker_index", [](const WorkerHandle& h) { return h.get().worker_index(); })
       // ---- the step loop (the mode, the non-finite guard, staleness)
       .def(
           "begin_step",
-          [](WorkerHandle& h, py::handle params, std::int64_t limit) {
-            FloatBuffer b = float_buffer(params, arena_floats(h), "WorkerClient.begin_step: params", true);
+          [](WorkerHandle& h, py::handle params, py::handle limit) {
+            constexpr const char* call = "WorkerClient.begin_step";
+            const std::size_t n = arena_floats(h, call);
+            const std::int64_t l = int64_arg(limit, call, "limit");
+            FloatBuffer b = float_buffer(params, n, "WorkerClient.begin_step: params", true);
+            asyncps::StepLoop& loop = h.loop(call);
             py::gil_scoped_release unlocked;
-            return h.loop().begin_step(b.span, limit);
+            return loop.begin_step(b.span, l);
           },
           py::arg("params"), py::arg("limit"),
           "Waits as the mode says and pulls into params: a StepStart, or None once limit global steps are done.")
       .def(
           "end_step",
-          [](WorkerHandle& h, py::handle grad, float scale) {
-            FloatBuffer b = float_buffer(grad, arena_floats(h), "WorkerClient.end_step: grad", false);
+          [](WorkerHandle& h, py::handle grad, py::handle scale) {
+            constexpr const char* call = "WorkerClient.end_step";
+            const std::size_t n = arena_floats(h, call);
+            const float sc = scale_arg(scale, call);
+            FloatBuffer b = float_buffer(grad, n, "WorkerClient.end_step: grad", false);
+            asyncps::StepLoop& loop = h.loop(call);
             py::gil_scoped_release unlocked;
-            return h.loop().end_step(b.span, scale);
+            return loop.end_step(b.span, sc);
           },
           py::arg("grad"), py::arg("scale"),
-          "Applies scale * grad as the mode says (never a gradient with NaN/Inf): a StepEnd.")
-      .def("request_halt", [](WorkerHandle& h) {
-        py::gil_scoped_release unlocked;
-        h.loop().request_halt();
+          "Applies scale * grad as the mode says (never a gradient with NaN/Inf: StepEnd.nonfinite): a StepEnd. "
+          "A non-finite scale is refused (ConfigError) before anything is sent.")
+      .def("request_halt",
+           [](WorkerHandle& h) {
+             asyncps::StepLoop& loop = h.loop("WorkerClient.request_halt");
+             py::gil_scoped_release unlocked;
+             loop.request_halt();
+           })
+      .def_property_readonly("halted", [](const WorkerHandle& h) { return h.loop("WorkerClient.halted", true).halted(); })
+      .def_property_readonly("final_step",
+                             [](const WorkerHandle& h) { return h.loop("WorkerClient.final_step", true).final_step(); })
+      .def_property_readonly("staleness", [](const WorkerHandle& h) {
+        return staleness_dict(h.loop("WorkerClient.staleness", true).staleness());
       })
-      .def_property_readonly("halted", [](const WorkerHandle& h) { return h.loop().halted(); })
-      .def_property_readonly("final_step", [](const WorkerHandle& h) { return h.loop().final_step(); })
-      .def_property_readonly("staleness", [](const WorkerHandle& h) { return staleness_dict(h.loop().staleness()); })
-      .def_property_readonly("job_staleness",
-                             [](const WorkerHandle& h) { return staleness_dict(h.loop().job_staleness()); })
+      .def_property_readonly("job_staleness", [](const WorkerHandle& h) {
+        return staleness_dict(h.loop("WorkerClient.job_staleness", true).job_staleness());
+      })
       // ---- the chief's EMA kept on the servers (checkpoints hold it)
       .def(
           "store_shadow",
           [](WorkerHandle& h, py::handle shadow) {
-            FloatBuffer b = float_buffer(shadow, arena_floats(h), "WorkerClient.store_shadow: shadow", false);
+            constexpr const char* call = "WorkerClient.store_shadow";
+            FloatBuffer b = float_buffer(shadow, arena_floats(h, call), "WorkerClient.store_shadow: shadow", false);
+            asyncps::ShadowStore& store = open_or_refuse(h.shadow, call, "WorkerClient", false);
             py::gil_scoped_release unlocked;
-            open_or_refuse(h.shadow, "WorkerClient").store(b.span);
+            store.store(b.span);
           },
-          py::arg("shadow"))
+          py::arg("shadow"), "Copies shadow to the servers (checkpoints hold it).")
       .def(
           "load_shadow",
           [](WorkerHandle& h, py::handle shadow) {
-            FloatBuffer b = float_buffer(shadow, arena_floats(h), "WorkerClient.load_shadow: shadow", true);
+            constexpr const char* call = "WorkerClient.load_shadow";
+            FloatBuffer b = float_buffer(shadow, arena_floats(h, call), "WorkerClient.load_shadow: shadow", true);
+            asyncps::ShadowStore& store = open_or_refuse(h.shadow, call, "WorkerClient", false);
             py::gil_scoped_release unlocked;
-            return open_or_refuse(h.shadow, "WorkerClient").load(b.span);
+            return store.load(b.span);
           },
           py::arg("shadow"), "Fills shadow from the servers; False if they hold none (a fresh job).")
       .def_property_readonly("closed", [](const WorkerHandle& h) { return !h.client; })
-      .def("close", [](WorkerHandle& h) { h.close(); },
-           "finish()es if needed and frees the windows now. Collective with the servers' close() (as at exit): "
-           "every rank closes at the same point.")
-      .def("__enter__", [](std::shared_ptr<WorkerHandle> h) { return h; })
+      .def(
+          "close",
+          [](WorkerHandle& h) {
+            check_thread("WorkerClient.close");
+            h.close();
+          },
+          "finish()es if needed (collective with the servers' serve(); the GIL released), then lets go of the "
+          "worker. Closed, it refuses every call.")
+      .def("__enter__",
+           [](std::shared_ptr<WorkerHandle> h) {
+             h->get("WorkerClient.__enter__", true);
+             return h;
+           })
       .def("__exit__", [](WorkerHandle& h, const py::object& type, const py::object&, const py::object&) {
         // a clean exit finishes; an exception propagates (the module's excepthook ends the job)
-        if (type.is_none() && h.client && !h.client->finished()) {
-          py::gil_scoped_release unlocked;
-          h.client->finish();
-        }
+        check_thread("WorkerClient.__exit__");
+        if (type.is_none()) h.finish();
         return false;
       });
 }

@@ -20,8 +20,10 @@ struct FloatBuffer {
 };
 
 // `what` names the call and argument in the message ("WorkerClient.pull: params"). `floats`
-// is the element count the call needs (0: any). Throws pybind11::value_error unless `obj` is a
-// C-contiguous float32 buffer of that many elements (writable when `writable`).
+// is the element count the call needs. Throws pybind11::value_error ("asyncps: <what> must
+// be ...") unless `obj` is a C-contiguous native-endian float32 buffer of exactly that many
+// elements (writable when `writable`). May run Python code (a tensor's detach().numpy()):
+// callers convert their buffers before they take references to their own objects.
 FloatBuffer float_buffer(pybind11::handle obj, std::size_t floats, std::string_view what, bool writable);
 
 }  // namespace asyncps_python

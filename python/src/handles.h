@@ -1,6 +1,18 @@
 // defines: asyncps_python::SessionHandle, ServerHandle, WorkerHandle
 // What the Python objects hold: the C++ objects behind a pointer that close() resets (see
-// lifetime.h), and the handles they depend on (a WorkerClient keeps its Session alive).
+// lifetime.h for the rule), and the handles they depend on (a WorkerClient keeps its Session
+// alive). A handle's destructor (Python dropped the object) never runs a collective and never
+// waits for another rank:
+//   - a Session still open is parked: its communicator is freed at exit (MPI_Comm_free is
+//     collective);
+//   - a ParameterServer is destroyed (the library's destructor never is collective: serve()
+//     freed the windows at its end, and an unserved server abandons them);
+//   - a WorkerClient already finished is destroyed; an unfinished one is parked and finished
+//     at exit (finishing now would wait for every worker), with a RuntimeWarning;
+//   - a server or finished worker dropped on another thread than the owner is freed by the
+//     owner thread's next call of the module (only the owner calls MPI), an unfinished worker
+//     or open Session there is parked as above;
+//   - anything dropped after MPI was finalised (mpi4py's MPI.Finalize()) is leaked.
 #pragma once
 #include <pybind11/pybind11.h>
 
@@ -18,17 +30,34 @@
 
 namespace asyncps_python {
 
+// The owner thread's check (lifetime.h), then the object's: "asyncps: <call>: this X is closed".
 template <class T>
-T& open_or_refuse(const std::unique_ptr<T>& p, const char* what) {
-  if (!p) throw pybind11::value_error(std::string("asyncps: this ") + what + " is closed");
+T& open_or_refuse(const std::unique_ptr<T>& p, const char* call, const char* what, bool in_tick_ok) {
+  check_thread(call, in_tick_ok);
+  if (!p) throw pybind11::value_error(std::string("asyncps: ") + call + ": this " + what + " is closed");
   return *p;
 }
 
 struct SessionHandle : Closable {
   std::unique_ptr<asyncps::Session> session;
-  int open_dependants = 0;  // servers and workers built on it and not closed: they use the Session
-  asyncps::Session& get() const { return open_or_refuse(session, "Session"); }
-  void close() override { session.reset(); }
+  int open_dependants = 0;  // servers and workers built on it and not closed (parked ones too)
+  asyncps::Session& get(const char* call, bool in_tick_ok = true) const {
+    return open_or_refuse(session, call, "Session", in_tick_ok);
+  }
+  void close() override {  // MPI_Comm_free: collective (close() at the same point everywhere, or exit)
+    pybind11::gil_scoped_release unlocked;
+    session.reset();
+  }
+  ~SessionHandle() override {
+    if (!session) return;
+    if (!mpi_usable()) {
+      (void)session.release();  // (MPI is gone: nothing to free it with)
+      return;
+    }
+    auto parked = std::make_unique<SessionHandle>();
+    parked->session = std::move(session);
+    park(seq, std::move(parked));
+  }
 };
 
 // A server or worker: it uses its Session until it is closed (and a Session with open
@@ -48,12 +77,37 @@ struct SessionDependant : Closable {
 
 struct ServerHandle : SessionDependant {
   std::unique_ptr<asyncps::ParameterServer> server;
-  asyncps::ParameterServer& get() const { return open_or_refuse(server, "ParameterServer"); }
+  bool served = false;   // serve() was called
+  bool serving = false;  // serve() is running (its tick may run Python code: close() refuses)
+  asyncps::ParameterServer& get(const char* call, bool in_tick_ok = false) const {
+    return open_or_refuse(server, call, "ParameterServer", in_tick_ok);
+  }
+  // Never collective: serve() freed the windows at its end; a server that never served
+  // abandons them (its workers' finish() then waits until the stall timeout ends the job).
   void close() override {
-    server.reset();  // frees the windows: collective with the workers' close
+    server.reset();
     release_session();
   }
-  ~ServerHandle() override { close(); }
+  ~ServerHandle() override {
+    if (!server) return;
+    if (!mpi_usable()) {
+      (void)server.release();
+      return;
+    }
+    if (!on_owner_thread()) {  // (freed by the owner thread's next call)
+      auto later = std::make_unique<ServerHandle>();
+      later->server = std::move(server);
+      later->session = std::move(session);
+      later->served = true;  // (no warning from there)
+      defer(std::move(later));
+      return;
+    }
+    if (!served)
+      warn_dropped(
+          "asyncps: a ParameterServer was dropped without serve(): its windows are abandoned and its workers' "
+          "finish() waits for it (until the stall timeout ends the job)");
+    close();
+  }
 };
 
 struct WorkerHandle : SessionDependant {
@@ -61,16 +115,67 @@ struct WorkerHandle : SessionDependant {
   std::unique_ptr<asyncps::StepLoop> steps;
   std::unique_ptr<asyncps::ShadowStore> shadow;
   std::map<asyncps::Ticket, FloatBuffer> pending;  // pull_async buffers, alive until waited for
-  asyncps::WorkerClient& get() const { return open_or_refuse(client, "WorkerClient"); }
-  asyncps::StepLoop& loop() const { return open_or_refuse(steps, "WorkerClient"); }
+  bool abandoned = false;  // finish() failed: requests may be in flight, pending buffers never released
+  asyncps::WorkerClient& get(const char* call, bool in_tick_ok = false) const {
+    return open_or_refuse(client, call, "WorkerClient", in_tick_ok);
+  }
+  asyncps::StepLoop& loop(const char* call, bool in_tick_ok = false) const {
+    return open_or_refuse(steps, call, "WorkerClient", in_tick_ok);
+  }
+  // finish() (GIL released) unless finished; a failure marks the worker abandoned and propagates.
+  void finish() {
+    if (!client || client->finished()) return;
+    try {
+      pybind11::gil_scoped_release unlocked;
+      client->finish();
+    } catch (...) {
+      abandoned = true;
+      throw;
+    }
+    pending.clear();  // drain() completed every pull_async
+  }
+  // finish()es if needed (collective with the servers' serve()), then frees what is left (nothing
+  // collective: finish() freed the windows).
   void close() override {
+    finish();
     shadow.reset();
     steps.reset();
-    client.reset();  // finish()es unless it was, frees the windows: collective with the servers' close
-    pending.clear();  // (after the client: a pull_async may write into these until it finished)
+    if (abandoned) new std::map<asyncps::Ticket, FloatBuffer>(std::move(pending));  // (leaked on purpose)
+    pending.clear();
+    client.reset();
     release_session();
   }
-  ~WorkerHandle() override { close(); }  // the same order when Python frees it unclosed
+  ~WorkerHandle() override {
+    if (!client) return;
+    if (!mpi_usable()) {
+      (void)client.release(), (void)steps.release(), (void)shadow.release();
+      new std::map<asyncps::Ticket, FloatBuffer>(std::move(pending));
+      return;
+    }
+    const bool finished = client->finished();
+    if (!on_owner_thread() || !finished) {
+      if (!finished)
+        warn_dropped(
+            "asyncps: a WorkerClient was dropped without finish(): it is kept and finished at exit, and until then "
+            "the servers' serve() waits for it (call finish(), or use `with WorkerClient(session) as w:`)");
+      auto kept = std::make_unique<WorkerHandle>();
+      kept->client = std::move(client);
+      kept->steps = std::move(steps);
+      kept->shadow = std::move(shadow);
+      kept->pending = std::move(pending);
+      kept->session = std::move(session);
+      kept->abandoned = abandoned;
+      if (finished)
+        defer(std::move(kept));  // (on another thread: freed by the owner thread's next call)
+      else
+        park(seq, std::move(kept));
+      return;
+    }
+    try {
+      close();  // finished: nothing collective is left
+    } catch (...) {
+    }
+  }
 };
 
 void bind_errors(pybind11::module_& m);

@@ -15,6 +15,6 @@ PYBIND11_MODULE(_asyncps, m) {
   asyncps_python::bind_worker(m);
   m.attr("__version__") = ASYNCPS_VERSION_STRING;
   m.def("_init_mpi", &asyncps_python::init_mpi, "MPI_Init_thread(FUNNELED) unless MPI is up; True if it did");
-  m.def("_finalize", &asyncps_python::finalize_mpi, "closes every live object, then MPI_Finalize if _init_mpi did");
-  m.def("_close_all", &asyncps_python::close_all);
+  m.def("_finalize", &asyncps_python::finalize_mpi,
+        "closes every live and parked object (reverse order of creation), then MPI_Finalize if _init_mpi did");
 }

@@ -11,14 +11,15 @@ make_dir() {  # make_dir NAME: a data dir of links to the good files
   mkdir -p "$work/$1"
   for f in "${files[@]}"; do ln -sf "$(readlink -f "$data/$f")" "$work/$1/$f"; done
 }
-check() {  # check NAME REGEX
-  local start=$(date +%s%N)
-  timeout -k 2 20 mpirun --oversubscribe --bind-to none -np 2 "$job" --data_dir "$work/$1" --logdir "$work/log" \
-    --no_restore >"$work/$1.out" 2>&1
+check() {  # check NAME REGEX [FLAG...]
+  local start=$(date +%s%N) name=$1 regex=$2
+  shift 2
+  timeout -k 2 20 mpirun --oversubscribe --bind-to none -np 2 "$job" --data_dir "$work/$name" --logdir "$work/log" \
+    --no_restore "$@" >"$work/$name.out" 2>&1
   local rc=$? ms=$(( ($(date +%s%N) - start) / 1000000 ))
-  echo "$1: [exit $rc after $ms ms] $(grep -m1 '^asyncps:' "$work/$1.out")"
-  [ $rc -ne 0 ] && [ $rc -ne 124 ] && [ $rc -ne 137 ] || fail "$1: expected a quick error"
-  grep -Eq "$2" "$work/$1.out" || fail "$1: no message matching '$2'"
+  echo "$name: [exit $rc after $ms ms] $(grep -m1 '^asyncps:' "$work/$name.out")"
+  [ $rc -ne 0 ] && [ $rc -ne 124 ] && [ $rc -ne 137 ] || fail "$name: expected a quick error"
+  grep -Eq "$regex" "$work/$name.out" || fail "$name: no message matching '$regex'"
 }
 make_dir truncated
 rm "$work/truncated/train-labels-idx1-ubyte"; head -c 30000 "$data/train-labels-idx1-ubyte" >"$work/truncated/train-labels-idx1-ubyte"
@@ -36,4 +37,9 @@ check mismatch "asyncps: .*(10000 images|5000 labels).*(5000|10000)"
 make_dir missing_file
 rm "$work/missing_file/train-images-idx3-ubyte"
 check missing_file "asyncps: .*train-images-idx3-ubyte"
+# a FIFO (or any file that is not a regular file) in place of a data file: refused, never read
+# (a read would wait forever for a writer)
+make_dir fifo
+rm "$work/fifo/train-images-idx3-ubyte"; mkfifo "$work/fifo/train-images-idx3-ubyte"
+check fifo "asyncps: .*fifo/train-images-idx3-ubyte: not a regular file" --stall_timeout 3
 echo PASS

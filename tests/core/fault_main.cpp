@@ -17,6 +17,12 @@
 //   transport_loop (stall timeout 1 s) every worker drives the plain transport (pull, compute
 //                  1 ms, push; no StepLoop) for 3 s: alive all along, so no stall (exit 0,
 //                  "transport_loop: ok" from RANK)
+//   late_start     (stall timeout 1 s) RANK sleeps 60 s before it creates the Session: the others
+//                  wait in the Session's start-up collectives; watched, so the job ends within
+//                  seconds, naming the start-up
+//   server0_stops_in_pull  (stall timeout 1 s; run it with osc pt2pt, where nothing completes
+//                  unless the target enters MPI) server 0 stops entering MPI after 0.3 s of
+//                  serving while every worker sits in the blocking pull() (a flush): watched
 //   halt_keeps_older DIR  checkpoints in DIR every 0.1 s, keep 1; after 1 s RANK (a worker) asks
 //                  for a halt: the final save must not prune the last periodic checkpoint
 // The workers train "forever" (1e12 steps), so only the failure can end the job. It must end
@@ -58,7 +64,8 @@ int main(int argc, char** argv) {
     layout.add("w", {1000});
     asyncps::Options options;
     options.num_servers = 2;
-    const bool pause = where == "pause_in_step" || where == "pause_after_drain" || where == "transport_loop";
+    const bool pause = where == "pause_in_step" || where == "pause_after_drain" || where == "transport_loop" ||
+                       where == "late_start" || where == "server0_stops_in_pull";
     if (pause) options.stall_timeout = 1;
     if (where == "halt_keeps_older") {
       options.checkpoint.dir = argv[3];
@@ -66,6 +73,7 @@ int main(int argc, char** argv) {
       options.checkpoint.keep = 1;
       options.checkpoint.restore = false;
     }
+    if (me && where == "late_start") std::this_thread::sleep_for(std::chrono::seconds(60));
     const auto t0 = std::chrono::steady_clock::now();
     asyncps::Session session(MPI_COMM_WORLD, layout, options);
     if (session.roles().is_server()) {
@@ -75,12 +83,15 @@ int main(int argc, char** argv) {
       ps.serve([&] {
         if (me && where == "serve_tick" && std::chrono::steady_clock::now() - t0 > std::chrono::milliseconds(300))
           fail_here(where);
+        if (me && where == "server0_stops_in_pull" && std::chrono::steady_clock::now() - t0 > std::chrono::milliseconds(300))
+          std::this_thread::sleep_for(std::chrono::seconds(60));  // alive, but never in MPI again
       });
     } else {
       asyncps::WorkerClient w(session);
       asyncps::StepLoop steps(w);
       std::vector<float> params(layout.size()), grad(layout.size(), 0.f);
       const std::int64_t limit = where == "pause_after_drain" ? 2000 : 1'000'000'000'000;
+      while (where == "server0_stops_in_pull") w.pull(params);  // only the watch can end this
       while (where == "transport_loop" && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(3)) {
         w.pull(params);
         std::this_thread::sleep_for(std::chrono::milliseconds(1));

@@ -2,9 +2,10 @@
 asyncps exceptions with the library's one-line messages; buffers of the wrong dtype, size,
 layout or writability are clear ValueErrors (no crash, nothing sent); numpy arrays and CPU torch
 tensors are used in place (zero-copy); claim_step/begin_step/end_step follow the job's limit;
-a Session also takes an mpi4py communicator; servers, workers and sessions close collectively at
-the same point on every rank (a Session only after its server or worker), and closed objects
-refuse calls."""
+a Session also takes an mpi4py communicator; servers and workers close (never collective once
+serve()/finish() have freed the windows), a Session only after its server or worker, and closed
+objects refuse calls. (Hostile arguments to every call: test_hostile_args.py; the lifetime rule:
+test_lifetime.py.)"""
 import sys
 
 import numpy as np
@@ -51,9 +52,9 @@ other.add("w", (4, 8))
 other.add("b", (8,))
 check(other.hash == layout.hash, "same layout, same hash")
 
-# ---- option errors are raised on every rank before any MPI call (nobody hangs)
+# ---- option errors are raised on every rank alike (nobody hangs)
 raises(asyncps.ConfigError, lambda: asyncps.Session(layout, mode="hogwild"), "Options::mode 'hogwild'")
-raises(ValueError, lambda: asyncps.Session(layout, comm=42), "mpi4py communicator")
+raises(TypeError, lambda: asyncps.Session(layout, comm=42), "mpi4py intracommunicator")
 
 session = asyncps.Session(layout, num_servers=1, mode="async", stall_timeout=30)
 check(session.size == 2 and session.num_workers == 1, "roles")
@@ -88,7 +89,7 @@ if session.is_server:
     snap = ps.snapshot()
     check(snap.dtype == np.float32 and snap.shape == (40,), "snapshot is float32 (40,)")
     raises(ValueError, session.close, "close its ParameterServer or WorkerClient first")
-    ps.close()  # collective with the worker's close() below
+    ps.close()  # (serve() freed the windows: nothing collective is left)
     check(ps.closed, "closed server")
     raises(ValueError, lambda: ps.snapshot(), "this ParameterServer is closed")
 else:
@@ -145,7 +146,7 @@ else:
     check(w.finished, "finished")
     check(w.staleness["count"] == LIMIT - 1, f"staleness counted per step: {w.staleness}")
     raises(ValueError, session.close, "close its ParameterServer or WorkerClient first")
-    w.close()  # collective with the server's close() above
+    w.close()  # (finish() freed the windows: nothing collective is left)
     check(w.closed, "closed worker")
     raises(ValueError, lambda: w.pull(params), "this WorkerClient is closed")
 rank = session.rank

@@ -1,0 +1,182 @@
+// Proves: the library refuses, with one message naming the field or argument, every Options /
+// CheckpointOptions value out of range or without effect, and every ParamLayout entry that
+// cannot work (names that are not file names, too many dimensions, sizes that would wrap).
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "asyncps/checkpoint.h"
+#include "asyncps/error.h"
+#include "asyncps/limits.h"
+#include "asyncps/param_layout.h"
+#include "asyncps/session.h"
+
+using namespace asyncps;
+
+namespace {
+// validate(o) throws ConfigError whose message contains `field`
+void refused(const Options& o, const std::string& field) {
+  try {
+    validate(o);
+    FAIL("accepted, expected a ConfigError naming " << field);
+  } catch (const ConfigError& e) {
+    INFO(e.what());
+    CHECK(std::string(e.what()).find(field) != std::string::npos);
+  }
+}
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+constexpr double kInf = std::numeric_limits<double>::infinity();
+}  // namespace
+
+TEST_CASE("the default Options are valid", "[validation]") { CHECK_NOTHROW(validate(Options{})); }
+
+TEST_CASE("every Options field out of range is refused, naming the field", "[validation]") {
+  Options o;
+  o.num_servers = 0;
+  refused(o, "Options::num_servers");
+  o = {};
+  o.num_servers = limits::kMaxServers + 1;
+  refused(o, "Options::num_servers");
+  o = {};
+  o.mode = static_cast<Mode>(7);
+  refused(o, "Options::mode");
+  o = {};
+  o.mode = Mode::Ssp;
+  o.staleness = -1;
+  refused(o, "Options::staleness");
+  o.staleness = 1000001;
+  refused(o, "Options::staleness");
+  for (double v : {-1.0, kNaN, kInf, 2e6}) {
+    o = {};
+    o.dc_lambda = static_cast<float>(v);
+    refused(o, "Options::dc_lambda");
+  }
+  o = {};
+  o.pull = static_cast<PullMethod>(-3);
+  refused(o, "Options::pull");
+  o = {};
+  o.server_progress = static_cast<ServerProgress>(9);
+  refused(o, "Options::server_progress");
+  for (int v : {-2, 1000001}) {
+    o = {};
+    o.server_poll_us = v;
+    refused(o, "Options::server_poll_us");
+    o = {};
+    o.server_spin_us = v;
+    refused(o, "Options::server_spin_us");
+    o = {};
+    o.wait_spin_us = v;
+    refused(o, "Options::wait_spin_us");
+  }
+  for (std::size_t v : {std::size_t{0}, std::size_t{3}, limits::kMaxChunkBytes + 1}) {
+    o = {};
+    o.chunk_bytes = v;
+    refused(o, "Options::chunk_bytes");
+  }
+  o = {};
+  o.timeline = std::string("a\0b", 3);
+  refused(o, "Options::timeline");
+}
+
+TEST_CASE("a stall timeout too short to work is refused with its floor", "[validation]") {
+  Options o;
+  for (double v : {-1.0, 0.1, 0.49, kNaN, kInf, 2e6}) {
+    o.stall_timeout = v;
+    refused(o, "Options::stall_timeout");
+  }
+  o.stall_timeout = 0.1;
+  try {
+    validate(o);
+  } catch (const ConfigError& e) {
+    CHECK(std::string(e.what()).find("[0.5, ") != std::string::npos);  // the floor is in the message
+  }
+  for (double v : {0.0, 0.5, 1.0, 60.0}) {
+    o.stall_timeout = v;
+    CHECK_NOTHROW(validate(o));
+  }
+}
+
+TEST_CASE("options that would have no effect are refused", "[validation]") {
+  Options o;
+  o.staleness = 3;  // async: the SSP bound does nothing
+  refused(o, "Options::staleness");
+  o = {};
+  o.mode = Mode::Sync;
+  o.staleness_lr = true;
+  refused(o, "Options::staleness_lr");
+  o = {};
+  o.mode = Mode::Sync;
+  o.overlap = true;
+  refused(o, "Options::overlap");
+  o = {};
+  o.mode = Mode::Sync;
+  o.dc_lambda = 0.5f;
+  refused(o, "Options::dc_lambda");
+  o = {};
+  o.server_progress = ServerProgress::Poll;
+  o.server_spin_us = 100;
+  refused(o, "Options::server_spin_us");
+  o = {};
+  o.mode = Mode::Ssp;
+  o.staleness = 3;
+  CHECK_NOTHROW(validate(o));
+}
+
+TEST_CASE("checkpoint options: keep 0 (which would delete the final checkpoint) and bad intervals are refused",
+          "[validation]") {
+  CheckpointOptions c;
+  CHECK_NOTHROW(validate(c));
+  c.keep = 0;
+  CHECK_THROWS_WITH(validate(c), Catch::Contains("Options::checkpoint.keep"));
+  c.keep = -5;
+  CHECK_THROWS_AS(validate(c), ConfigError);
+  c.keep = limits::kMaxCheckpointsKept + 1;
+  CHECK_THROWS_AS(validate(c), ConfigError);
+  c = {};
+  for (double v : {-1.0, kNaN, kInf, 2e9}) {
+    c.save_secs = v;
+    CHECK_THROWS_WITH(validate(c), Catch::Contains("Options::checkpoint.save_secs"));
+  }
+  // the same through Options (what Session's constructor checks)
+  Options o;
+  o.checkpoint.keep = 0;
+  refused(o, "Options::checkpoint.keep");
+}
+
+TEST_CASE("a tensor name is never a path: separators, '.', '..', control bytes and long names are refused",
+          "[validation][layout]") {
+  for (const std::string bad : {std::string(), std::string("a/b"), std::string("..\\x"), std::string("."),
+                                std::string(".."), std::string("../../etc/passwd"), std::string("tab\there"),
+                                std::string("nul\0x", 5), std::string(252, 'n')}) {
+    ParamLayout layout;
+    INFO("name of " << bad.size() << " bytes");
+    CHECK_THROWS_AS(layout.add(bad, {2}), ConfigError);
+    CHECK(layout.size() == 0);  // nothing was added
+  }
+  ParamLayout ok;
+  CHECK_NOTHROW(ok.add(std::string(251, 'n'), {1}));
+  CHECK_NOTHROW(ok.add("..a", {1}));  // only the whole names "." and ".." are refused
+  CHECK_NOTHROW(ok.add("conv1 weights (5x5)", {1}));
+}
+
+TEST_CASE("layout sizes are overflow-checked and bounded", "[validation][layout]") {
+  ParamLayout layout;
+  // 2^32 * 2^32 wraps a 64-bit size to 0: refused, not a zero-sized tensor
+  CHECK_THROWS_AS(layout.add("wrap", {std::int64_t{1} << 32, std::int64_t{1} << 32}), ConfigError);
+  CHECK_THROWS_AS(layout.add("huge", {std::numeric_limits<std::int64_t>::max()}), ConfigError);
+  CHECK_THROWS_AS(layout.add("big", {static_cast<std::int64_t>(limits::kMaxArenaFloats) + 1}), ConfigError);
+  CHECK_THROWS_AS(layout.add("neg", {4, -1}), ConfigError);
+  CHECK_THROWS_AS(layout.add("zero", {0}), ConfigError);
+  CHECK_THROWS_AS(layout.add("rank", std::vector<std::int64_t>(limits::kMaxTensorRank + 1, 1)), ConfigError);
+  CHECK(layout.size() == 0);
+  // the arena as a whole: two tensors that each fit, but not together
+  const auto half = static_cast<std::int64_t>(limits::kMaxArenaFloats / 2 + 1);
+  CHECK_NOTHROW(layout.add("a", {half}));
+  CHECK_THROWS_AS(layout.add("b", {half}), ConfigError);
+  CHECK(layout.tensors().size() == 1);
+  CHECK_NOTHROW(layout.add("scalar", {}));  // an empty shape is one float
+  CHECK(layout.tensor("scalar").size == 1);
+  CHECK_THROWS_AS(layout.add("a", {1}), ConfigError);  // a duplicate
+}
