@@ -44,6 +44,8 @@ grep -vE '^After [0-9]+ training' "$work/final.out" | head
 grep -q "restored $log/ckpt-$prev.index" "$work/final.out" || fail "the final run did not resume from ckpt-$prev"
 if grep -q "cannot be used\|skipping damaged" "$work"/*.out; then fail "a damaged checkpoint was met"; fi
 acc=$(sed -n 's/^Done: .*; test accuracy \([0-9.]*\) .*/\1/p' "$work/final.out")
+# the band, measured 2026-12-01 (8 runs of this script, 4000 steps, 2 cores under load 4-6): final
+# test accuracy min 0.9553, mean 0.9570, sd 0.0012; 0.93 is below min - 3 sd (0.952); untrained ~0.1
 awk -v a="$acc" 'BEGIN {exit !(a >= 0.93)}' || fail "final accuracy $acc below 0.93"
 echo "final test accuracy $acc"
 echo PASS
