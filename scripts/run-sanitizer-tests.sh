@@ -13,7 +13,7 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 (cd "$build" && ctest --output-on-failure --timeout 900 "$@")
 rc=$?
 log=$build/Testing/Temporary/LastTest.log
-pattern='ERROR: (AddressSanitizer|LeakSanitizer)|runtime error: |SUMMARY: (AddressSanitizer|LeakSanitizer|UndefinedBehaviorSanitizer)'
+pattern='(ERROR|SUMMARY): (AddressSanitizer|LeakSanitizer|UndefinedBehaviorSanitizer)|Sanitizer: CHECK failed|runtime error: '
 if [ -f "$log" ] && grep -Eq "$pattern" "$log"; then
   echo "run-sanitizer-tests: sanitizer reports in the tests' output ($log):"
   grep -En "^Test: |$pattern" "$log" | grep -EB1 "$pattern" | head -n 60

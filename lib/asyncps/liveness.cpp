@@ -128,7 +128,9 @@ void Liveness::saw_server0(std::int64_t beat0) {
 
 void Liveness::check_wait(double waited, const std::string& whom) const {
   if (!enabled()) return;
-  if (waited > wait_timeout(timeout_))  // (the grace: server 0 names a stalled worker first)
+  // The grace lets server 0, which watches every rank, name the silent one first (a wait on a
+  // stopped server 1 is as long as this worker's): twice the watched stretches' grace.
+  if (waited > timeout_ + 2 * (wait_timeout(timeout_) - timeout_))
     throw StallError(session_->describe_rank(session_->roles().rank) + " has waited " + fmt_seconds(waited) + " for " +
                      whom + " (stall timeout " + fmt_seconds(timeout_) + "): one of them stopped making progress");
 }
