@@ -98,7 +98,17 @@ std::optional<int> Liveness::stalled_rank() {
       worst = r;
     }
   }
-  return worst_server ? worst_server : worst_worker;
+  if (worst_server || !worst_worker) return worst_server;
+  // A silent worker while a server has been silent half as long: the worker is most likely
+  // waiting on that server (over pt2pt its beats then stop landing too), so the server is named.
+  std::optional<int> quiet_server;
+  for (int r = 1; r < roles.num_servers; ++r) {
+    const auto i = static_cast<std::size_t>(r);
+    if (seen_[i] < ctrl::kFinished && seconds(now - changed_[i]) > timeout_ / 2 &&
+        (!quiet_server || changed_[i] < changed_[static_cast<std::size_t>(*quiet_server)]))
+      quiet_server = r;
+  }
+  return quiet_server ? quiet_server : worst_worker;
 }
 
 double Liveness::silent_for(int rank) const {

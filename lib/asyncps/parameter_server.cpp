@@ -42,7 +42,8 @@ struct ParameterServer::Impl {
     std::string msg = liveness.describe_silence(rank);
     bool servers_live = true;
     for (int k = 1; k < session.roles().num_servers; ++k)
-      servers_live = servers_live && liveness.silent_for(k) <= liveness.timeout();  // stalled_rank's criterion
+      // (a live server beats every min(1 s, timeout/4): silent for half the timeout, it is not)
+      servers_live = servers_live && liveness.silent_for(k) <= liveness.timeout() / 2;
     if (!session.options().checkpoint.dir.empty()) {
       const std::string saved = servers_live ? ckpt->save_now(progress_once, std::min(10.0, liveness.timeout())) : "";
       msg += saved.empty() ? "; no checkpoint saved now (a server is silent): a restart resumes from the last one"
