@@ -65,7 +65,7 @@ sanitize: data
 	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DASYNCPS_SANITIZE=address,undefined \
 	  -DASYNCPS_NATIVE=ON -DASYNCPS_WITH_CUDA=OFF -DASYNCPS_BUILD_BENCH=OFF $(CMAKE_ARGS)
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
-	scripts/run-sanitizer-tests.sh $(ASAN_BUILD)
+	scripts/run-sanitizer-tests.sh $(ASAN_BUILD) $(SANITIZE_CTEST_ARGS)
 
 # The libFuzzer targets of fuzz/ (clang 14), each run for FUZZ_SECONDS on a copy of its seeds.
 fuzz: deps

@@ -7,7 +7,10 @@
 #include <cstring>
 #include <utility>
 #include <limits>
+#include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <regex>
 #include <iostream>
 #include <sstream>
 
@@ -79,6 +82,31 @@ E choice(const std::string& value, std::initializer_list<std::pair<const char*, 
   for (const auto& [name, e] : named)
     if (value == name) return e;
   return otherwise;
+}
+
+// Boost.Program_options builds its error messages by replacing "%canonical_option%",
+// "%value%", ... in a template with the option's name and value, over and over: a name or
+// value that itself holds such a token never ends (a hang, found by fuzz/fuzz_config.cpp).
+void refuse_placeholders(const std::string& text, const char* where) {
+  static const std::regex token("%[A-Za-z_]+%");
+  if (std::regex_search(text, token))
+    throw asyncps::ConfigError(std::string(where) + " holds a '%name%' token (not allowed in a flag or its value)");
+}
+
+// The --config file, whole: only a regular file (a FIFO would block the read), at most 1 MiB.
+std::string read_config_file(const std::string& path) {
+  std::error_code ec;
+  const auto st = std::filesystem::status(path, ec);
+  if (ec || !std::filesystem::exists(st)) throw asyncps::ConfigError("--config: cannot read " + path + ": no such file");
+  if (!std::filesystem::is_regular_file(st)) throw asyncps::ConfigError("--config: " + path + " is not a regular file");
+  constexpr std::uintmax_t kMaxBytes = 1 << 20;
+  if (std::filesystem::file_size(path, ec) > kMaxBytes || ec)
+    throw asyncps::ConfigError("--config: " + path + " is larger than 1 MiB (or unreadable)");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw asyncps::ConfigError("--config: cannot read " + path);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  refuse_placeholders(text, ("--config " + path).c_str());
+  return text;
 }
 
 }  // namespace
@@ -217,6 +245,7 @@ std::optional<Config> parse_config(int argc, char** argv, bool print_help) {
 
   po::variables_map vm;
   try {
+    for (int i = 1; i < argc; ++i) refuse_placeholders(argv[i], "the command line");
     po::store(po::parse_command_line(argc, argv, general), vm);
     if (vm.count("help")) {
       if (print_help) std::cout << general << std::endl;
@@ -224,8 +253,7 @@ std::optional<Config> parse_config(int argc, char** argv, bool print_help) {
     }
     if (vm.count("config")) {
       const std::string path = vm["config"].as<std::string>();
-      std::ifstream in(path);
-      if (!in) throw asyncps::ConfigError("--config: cannot read " + path);
+      std::istringstream in(read_config_file(path));
       po::store(po::parse_config_file(in, general), vm);
     }
     po::notify(vm);

@@ -127,7 +127,7 @@ class Reader {
   std::vector<float> floats(std::uint64_t n) {
     if (n > (data_.size() - pos_) / sizeof(float)) fail("truncated: the file ends inside its data");
     std::vector<float> v(static_cast<std::size_t>(n));  // n * 4 <= the bytes left: no overflow
-    std::memcpy(v.data(), data_.data() + pos_, v.size() * sizeof(float));
+    if (n) std::memcpy(v.data(), data_.data() + pos_, v.size() * sizeof(float));  // (an empty vector's data() may be null)
     pos_ += v.size() * sizeof(float);
     return v;
   }
