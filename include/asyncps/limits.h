@@ -28,6 +28,13 @@ inline constexpr double kMaxSeconds = 1e9;                          // any inter
 inline constexpr double kMinStallTimeout = 0.5;
 inline constexpr double kMaxStallTimeout = 1e6;
 
+// `name` as a one-line message shows it: quoted, at most 64 bytes, control bytes as \xNN.
+std::string shown_name(const std::string& name);
+
+// Empty when `name` is a plain file name of at most `max_bytes` bytes (no '/', '\\' or control
+// character, not "." or ".."); else what is wrong with it.
+std::string file_name_problem(const std::string& name, std::size_t max_bytes);
+
 // Empty when `name` is a valid tensor name; else what is wrong with it ("contains '/'", ...).
 std::string tensor_name_problem(const std::string& name);
 

@@ -17,7 +17,8 @@ namespace asyncps {
 enum class LogLevel { Info, Warning, Error };
 using LogSink = std::function<void(LogLevel, std::string_view)>;
 
-// Replaces the sink (an empty one restores the default). Not thread-safe against log().
+// Replaces the sink (an empty one restores the default). Not thread-safe against log(). A
+// sink that throws loses nothing: that line goes to the default sink instead.
 void set_log_sink(LogSink sink);
 // Sends one message to the sink (no trailing newline).
 void log(LogLevel level, std::string_view text);

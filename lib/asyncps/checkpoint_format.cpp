@@ -38,33 +38,11 @@ std::uint64_t mul(std::uint64_t a, std::uint64_t b) {
   return r;
 }
 
-// A name as a message shows it: at most 64 bytes, control characters escaped.
-std::string shown(const std::string& name) {
-  std::string out = "'";
-  for (std::size_t i = 0; i < name.size() && i < 64; ++i) {
-    const auto u = static_cast<unsigned char>(name[i]);
-    if (u < 0x20 || u == 0x7f) {
-      static const char hex[] = "0123456789abcdef";
-      out += "\\x";
-      out += hex[u >> 4];
-      out += hex[u & 15];
-    } else {
-      out += name[i];
-    }
-  }
-  return out + (name.size() > 64 ? "...'" : "'");
-}
-
 // What is wrong with a shard's name in an index (empty: nothing): a plain name in the index's
 // own directory, never a path that leads elsewhere.
 std::string plain_name_problem(const std::string& name) {
-  if (name.empty() || name == "." || name == ".." || name.size() > kMaxShardFileNameBytes)
-    return "a shard name that is not a plain file name";
-  for (const char c : name) {
-    const auto u = static_cast<unsigned char>(c);
-    if (c == '/' || c == '\\' || u < 0x20 || u == 0x7f) return "a shard name that is not a plain file name";
-  }
-  return {};
+  const std::string p = limits::file_name_problem(name, kMaxShardFileNameBytes);
+  return p.empty() ? p : "a shard name that is not a plain file name (it " + p + ")";
 }
 
 std::string oversize(const fs::path& file, std::uint64_t size, std::uint64_t bound, const char* what) {
@@ -187,12 +165,20 @@ class InputFile {
   // The first `n` bytes (fewer if the file shrank meanwhile: what was read is checked like any
   // file; bytes it grew by are not read). Callers bound `n`.
   std::string read(std::uint64_t n) const {
-    std::string data(static_cast<std::size_t>(n), '\0');
+    std::string data;
+    try {
+      data.resize(static_cast<std::size_t>(n));
+    } catch (const std::exception&) {  // (bad_alloc, length_error: within the bound, yet too much now)
+      throw CheckpointError(file_.string() + ": " + std::to_string(n) + " bytes cannot be held in memory");
+    }
     std::size_t done = 0;
     while (done < data.size()) {
       const ssize_t got = ::pread(fd_, data.data() + done, data.size() - done, static_cast<off_t>(done));
       if (got < 0 && errno == EINTR) continue;
-      if (got < 0) throw CheckpointError(file_.string() + ": read failed: " + std::strerror(errno));
+      if (got < 0) {
+        const int e = errno;
+        throw CheckpointError(file_.string() + ": read failed: " + std::strerror(e));
+      }
       if (got == 0) break;
       done += static_cast<std::size_t>(got);
     }
@@ -237,9 +223,9 @@ void check_shard_size(const std::string& head, std::uint64_t size, const fs::pat
 
 // What a reader refuses in a tensor (empty: nothing).
 std::string tensor_problem(const std::string& name, std::uint64_t rank) {
-  if (auto p = limits::tensor_name_problem(name); !p.empty()) return "tensor " + shown(name) + ": its name " + p;
+  if (auto p = limits::tensor_name_problem(name); !p.empty()) return "tensor " + limits::shown_name(name) + ": its name " + p;
   if (rank > limits::kMaxTensorRank)
-    return "tensor " + shown(name) + " has " + std::to_string(rank) + " dimensions, more than " +
+    return "tensor " + limits::shown_name(name) + " has " + std::to_string(rank) + " dimensions, more than " +
            std::to_string(limits::kMaxTensorRank);
   return {};
 }

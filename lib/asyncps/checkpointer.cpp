@@ -29,17 +29,18 @@ std::int64_t load_local(const SessionWindows& w, int slot) {
 
 // Completes this server's operations at server 0: a blocking flush no heartbeat covers (a
 // stopped server 0 never completes it over pt2pt), so it is watched.
-void flush_control(const SessionWindows& w) {
+void flush_control(const Session& session, const SessionWindows& w) {
   static const std::string what = "a save request or acknowledgement to server 0 (MPI_Win_flush)";
-  const StallWatch watch(wait_timeout(w.stall_timeout), what, StallWatch::Borrowed{});
+  const StallWatch watch(watch_timeout(session.options().stall_timeout), what, StallWatch::Borrowed{});
   ASYNCPS_MPI_CHECK(MPI_Win_flush(ctrl::kControlRank, w.control.get()));
 }
 
 // Atomic add on rank 0's control block from any server (they all hold lock_all on it).
-void add_remote(const SessionWindows& w, int slot, std::int64_t add, MPI_Datatype type = MPI_INT64_T) {
+void add_remote(const Session& session, const SessionWindows& w, int slot, std::int64_t add,
+                MPI_Datatype type = MPI_INT64_T) {
   std::int64_t old = 0;
   ASYNCPS_MPI_CHECK(MPI_Fetch_and_op(&add, &old, type, ctrl::kControlRank, slot, MPI_SUM, w.control.get()));
-  flush_control(w);
+  flush_control(session, w);
 }
 
 // A list of strings packed as (u64 length, bytes)*.
@@ -313,7 +314,7 @@ void ServerCheckpointer::request_save(std::int64_t step) {
     return;
   }
   pending_ = step;
-  if (s > 1) add_remote(win_, ctrl::kSaveRequest, step - load_local(win_, ctrl::kSaveRequest));
+  if (s > 1) add_remote(session_, win_, ctrl::kSaveRequest, step - load_local(win_, ctrl::kSaveRequest));
   try_commit();
 }
 
@@ -343,10 +344,10 @@ void ServerCheckpointer::try_commit() {
     }
   }
   if (s > 1) {
-    if (failures > 0) add_remote(win_, ctrl::kSaveFailures, -failures);
-    add_remote(win_, ctrl::kSaveAcks, -(s - 1));
+    if (failures > 0) add_remote(session_, win_, ctrl::kSaveFailures, -failures);
+    add_remote(session_, win_, ctrl::kSaveAcks, -(s - 1));
     for (int k = 1; k < s; ++k)  // sum slots back to 0 (uint64 wrap-around)
-      add_remote(win_, base + k, static_cast<std::int64_t>(0 - static_cast<std::uint64_t>(load_local(win_, base + k))),
+      add_remote(session_, win_, base + k, static_cast<std::int64_t>(0 - static_cast<std::uint64_t>(load_local(win_, base + k))),
                  MPI_UINT64_T);
   }
   if (!problem.empty()) {  // no index: this save never happened (its shards are pruned later)
@@ -397,7 +398,7 @@ void ServerCheckpointer::answer_request() {
   std::int64_t v[3] = {0, 0, 0};  // kSaveRequest, kSaveAcks, kShadowValid
   ASYNCPS_MPI_CHECK(MPI_Get_accumulate(nullptr, 0, MPI_INT64_T, v, 3, MPI_INT64_T, ctrl::kControlRank,
                                        ctrl::kSaveRequest, 3, MPI_INT64_T, MPI_NO_OP, win_.control.get()));
-  flush_control(win_);
+  flush_control(session_, win_);
   if (v[0] <= last_answered_) return;
   last_answered_ = v[0];
   std::uint64_t sum = 0;
@@ -405,12 +406,12 @@ void ServerCheckpointer::answer_request() {
     sum = write_my_shard(v[0], v[2] != 0);
   } catch (const std::exception& e) {  // acked all the same (server 0 waits for every ack), as a failure
     warn_not_saved(v[0], e.what());
-    add_remote(win_, ctrl::kSaveFailures, 1);
-    add_remote(win_, ctrl::kSaveAcks, 1);
+    add_remote(session_, win_, ctrl::kSaveFailures, 1);
+    add_remote(session_, win_, ctrl::kSaveAcks, 1);
     return;
   }
-  add_remote(win_, ctrl::sums(roles.num_workers()) + roles.rank, static_cast<std::int64_t>(sum), MPI_UINT64_T);
-  add_remote(win_, ctrl::kSaveAcks, 1);
+  add_remote(session_, win_, ctrl::sums(roles.num_workers()) + roles.rank, static_cast<std::int64_t>(sum), MPI_UINT64_T);
+  add_remote(session_, win_, ctrl::kSaveAcks, 1);
   prune(session_.options().checkpoint.keep);
 }
 

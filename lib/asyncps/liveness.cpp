@@ -58,7 +58,7 @@ void Liveness::finished() {
   if (!enabled() || done_) return;
   done_ = true;
   // the finished marker's waits block inside MPI: watched (a stopped server 0 ends the job)
-  const StallWatch watch(wait_timeout(timeout_),
+  const StallWatch watch(watch_timeout(timeout_),
                          session_->role_name() + " marking itself finished at " +
                              session_->describe_rank(ctrl::kControlRank));
   if (beat_request_ != MPI_REQUEST_NULL) ASYNCPS_MPI_CHECK(MPI_Wait(&beat_request_, MPI_STATUS_IGNORE));
@@ -83,32 +83,26 @@ std::optional<int> Liveness::stalled_rank() {
   const Roles& roles = session_->roles();
   ASYNCPS_MPI_CHECK(MPI_Win_sync(win_->control.get()));
   const std::int64_t* beats = win_->control.data<std::int64_t>() + ctrl::beats(roles.num_workers(), roles.num_servers);
-  // The longest silent, servers first: workers wait on servers (a stopped server can silence a
-  // worker stuck in a wait on it), never the other way round, so a silent server is the cause.
-  std::optional<int> worst_server, worst_worker;
+  // The longest silent, servers first: workers wait on servers, never the other way round, and
+  // a worker stuck waiting on a stopped server goes silent too (over pt2pt its beats stop
+  // landing). So a silent worker is named only while no server has been silent half as long.
+  std::optional<int> server, worker;  // the longest silent of each kind
   for (int r = 1; r < roles.size; ++r) {
     const auto i = static_cast<std::size_t>(r);
     const std::int64_t v = __atomic_load_n(&beats[r], __ATOMIC_ACQUIRE);
     if (v >= ctrl::kFinished) continue;  // done: silent by right
-    std::optional<int>& worst = r < roles.num_servers ? worst_server : worst_worker;
     if (v != seen_[i] || was_away) {
       seen_[i] = v;
       changed_[i] = now;
-    } else if (seconds(now - changed_[i]) > timeout_ && (!worst || changed_[i] < changed_[static_cast<std::size_t>(*worst)])) {
-      worst = r;
+      continue;
     }
+    std::optional<int>& worst = r < roles.num_servers ? server : worker;
+    const double limit = r < roles.num_servers ? timeout_ / 2 : timeout_;
+    if (seconds(now - changed_[i]) > limit && (!worst || changed_[i] < changed_[static_cast<std::size_t>(*worst)]))
+      worst = r;
   }
-  if (worst_server || !worst_worker) return worst_server;
-  // A silent worker while a server has been silent half as long: the worker is most likely
-  // waiting on that server (over pt2pt its beats then stop landing too), so the server is named.
-  std::optional<int> quiet_server;
-  for (int r = 1; r < roles.num_servers; ++r) {
-    const auto i = static_cast<std::size_t>(r);
-    if (seen_[i] < ctrl::kFinished && seconds(now - changed_[i]) > timeout_ / 2 &&
-        (!quiet_server || changed_[i] < changed_[static_cast<std::size_t>(*quiet_server)]))
-      quiet_server = r;
-  }
-  return quiet_server ? quiet_server : worst_worker;
+  if (server && (worker || silent_for(*server) > timeout_)) return server;
+  return server ? std::nullopt : worker;
 }
 
 double Liveness::silent_for(int rank) const {
@@ -140,7 +134,7 @@ void Liveness::check_wait(double waited, const std::string& whom) const {
   if (!enabled()) return;
   // The grace lets server 0, which watches every rank, name the silent one first (a wait on a
   // stopped server 1 is as long as this worker's): twice the watched stretches' grace.
-  if (waited > timeout_ + 2 * (wait_timeout(timeout_) - timeout_))
+  if (waited > timeout_ + 2 * (watch_timeout(timeout_) - timeout_))
     throw StallError(session_->describe_rank(session_->roles().rank) + " has waited " + fmt_seconds(waited) + " for " +
                      whom + " (stall timeout " + fmt_seconds(timeout_) + "): one of them stopped making progress");
 }

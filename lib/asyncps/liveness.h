@@ -25,9 +25,6 @@
 
 namespace asyncps::detail {
 
-// The wait allowed for what this rank does with others and no heartbeat covers (a flush, the
-// start-up and end-of-job collectives) before StallWatch ends the job (see watch_timeout).
-inline double wait_timeout(double stall_timeout) noexcept { return watch_timeout(stall_timeout); }
 
 class Liveness {
  public:

@@ -21,9 +21,15 @@ void default_sink(LogLevel level, std::string_view text) {
 
 void set_log_sink(LogSink s) { sink() = std::move(s); }
 
+// A sink that throws must not take this rank out of the job between two collectives (rank 0
+// logs during the restore): what it threw is dropped and the line goes to the default sink.
 void log(LogLevel level, std::string_view text) {
-  if (sink()) sink()(level, text);
-  else default_sink(level, text);
+  if (sink()) try {
+      sink()(level, text);
+      return;
+    } catch (...) {
+    }
+  default_sink(level, text);
 }
 
 }  // namespace asyncps

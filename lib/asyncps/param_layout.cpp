@@ -6,28 +6,10 @@
 
 namespace asyncps {
 
-namespace {
-// A name as a one-line message may show it: control bytes as \xNN, at most 64 bytes.
-std::string printable(const std::string& name) {
-  std::string out;
-  for (const char c : name.substr(0, 64)) {
-    const auto u = static_cast<unsigned char>(c);
-    if (u < 0x20 || u == 0x7f) {
-      static const char hex[] = "0123456789abcdef";
-      out += "\\x";
-      out += hex[u >> 4];
-      out += hex[u & 15];
-    } else {
-      out += c;
-    }
-  }
-  return name.size() > 64 ? out + "..." : out;
-}
-}  // namespace
 
 std::size_t ParamLayout::add(const std::string& name, const std::vector<std::int64_t>& shape) {
   if (const std::string problem = limits::tensor_name_problem(name); !problem.empty())
-    throw ConfigError("ParamLayout::add: tensor name '" + printable(name) + "' " + problem);
+    throw ConfigError("ParamLayout::add: tensor name " + limits::shown_name(name) + " " + problem);
   if (by_name_.count(name)) throw ConfigError("ParamLayout::add: tensor '" + name + "' added twice");
   if (tensors_.size() >= limits::kMaxTensors)
     throw ConfigError("ParamLayout::add: more than " + std::to_string(limits::kMaxTensors) + " tensors");
@@ -53,7 +35,7 @@ std::size_t ParamLayout::add(const std::string& name, const std::vector<std::int
 
 const TensorInfo& ParamLayout::tensor(const std::string& name) const {
   const auto it = by_name_.find(name);
-  if (it == by_name_.end()) throw ConfigError("ParamLayout: no tensor named '" + printable(name) + "'");
+  if (it == by_name_.end()) throw ConfigError("ParamLayout: no tensor named " + limits::shown_name(name));
   return tensors_[it->second];
 }
 

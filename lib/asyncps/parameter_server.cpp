@@ -58,7 +58,7 @@ struct ParameterServer::Impl {
 ParameterServer::ParameterServer(Session& session, std::span<const float> initial, std::int64_t initial_step)
     : impl_(std::make_unique<Impl>(session)) {
   session.check_thread("ParameterServer");
-  StallWatch watch(detail::wait_timeout(session.options().stall_timeout),
+  StallWatch watch(watch_timeout(session.options().stall_timeout),
                    session.role_name() + " creating the windows and restoring (collective with every rank)");
   const Roles& roles = session.roles();
   // Refused on every rank alike (the workers' constructors take part): no rank is left waiting
@@ -96,13 +96,21 @@ ParameterServer::ParameterServer(Session& session, std::span<const float> initia
     ctrl[detail::ctrl::kGlobalStep] = restored.found ? restored.step : initial_step;
     ctrl[detail::ctrl::kShadowValid] = restored.has_shadow ? 1 : 0;
   }
-  impl_->ckpt = std::make_unique<detail::ServerCheckpointer>(session, impl_->win,
-                                                             restored.found ? restored.step : initial_step);
+  // (a server that cannot create its checkpoint directory, on a host of its own, says so on
+  // every rank: the agreement below is also the barrier the workers' constructor matches)
+  std::string ckpt_problem;
+  try {
+    impl_->ckpt = std::make_unique<detail::ServerCheckpointer>(session, impl_->win,
+                                                               restored.found ? restored.step : initial_step);
+  } catch (const Error& e) {
+    ckpt_problem = session.describe_rank(roles.rank) + ": " + e.what();
+  }
   // Make the local stores visible to the window before anyone reads it.
   ASYNCPS_MPI_CHECK(MPI_Win_sync(impl_->win.params.get()));
   ASYNCPS_MPI_CHECK(MPI_Win_sync(impl_->win.shadow.get()));
   ASYNCPS_MPI_CHECK(MPI_Win_sync(impl_->win.control.get()));
-  ASYNCPS_MPI_CHECK(MPI_Barrier(session.comm()));  // matches the WorkerClient constructor's
+  if (const std::string first = detail::first_problem(session.comm(), ckpt_problem); !first.empty())
+    throw ConfigError(first);
   impl_->timeline.set_origin();
   detail::ProgressConfig pc;
   pc.wake_on_sockets = session.server_progress() == ServerProgress::Wake;
@@ -141,7 +149,7 @@ void ParameterServer::serve(const std::function<void()>& tick) {
     if (t1 - t0 > std::chrono::microseconds(100)) impl_->timeline.span("checkpoint", t0, t1);  // a save, not a check
   });
   impl_->liveness.finished();  // the last heartbeat completed before the job's end
-  StallWatch watch(detail::wait_timeout(impl_->session.options().stall_timeout),
+  StallWatch watch(watch_timeout(impl_->session.options().stall_timeout),
                    impl_->session.role_name() + " at the end of the job (final checkpoint, staleness, timeline, freeing the windows: collective "
                        "with every rank)");
   ASYNCPS_MPI_CHECK(MPI_Win_sync(impl_->win.params.get()));

@@ -143,7 +143,7 @@ Session::Session(MPI_Comm comm, ParamLayout layout, Options options)
   if (comm == MPI_COMM_NULL) throw ConfigError("Session: the communicator is MPI_COMM_NULL");
   // A rank that never arrives (stopped, or stuck before it) ends the job instead of every
   // other rank waiting here forever. (The timeout as given: validated just below.)
-  StallWatch watch(detail::wait_timeout(options_.stall_timeout), "the Session's start-up (collective over every rank)");
+  StallWatch watch(watch_timeout(options_.stall_timeout), "the Session's start-up (collective over every rank)");
   ASYNCPS_MPI_CHECK(MPI_Comm_dup(comm, &comm_));
   MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
   int rank = 0, size = 0;

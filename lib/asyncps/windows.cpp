@@ -19,7 +19,6 @@ SessionWindows open_windows(const Session& session) {
   const std::size_t ctrl_bytes =
       roles.rank == ctrl::kControlRank ? ctrl::slots(roles.num_workers(), roles.num_servers) * sizeof(std::int64_t) : 0;
   SessionWindows w;
-  w.stall_timeout = session.options().stall_timeout;
   w.params = Window(session.comm(), shard_bytes, sizeof(float), "parameter");
   w.control = Window(session.comm(), ctrl_bytes, sizeof(std::int64_t), "control");
   if (session.options().mode == Mode::Sync) w.accum = Window(session.comm(), shard_bytes, sizeof(float), "accumulation");

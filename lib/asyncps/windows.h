@@ -26,7 +26,6 @@ struct SessionWindows {
   Window accum;  // empty unless Mode::Sync
   Window shadow;
   LockAll lock_params, lock_control, lock_accum, lock_shadow;
-  double stall_timeout = 0;  // Options::stall_timeout (for the watched waits on these windows)
   void end_epochs();  // early (a worker's finish), throwing on error
   // Collective, at the job's end only (the end of ParameterServer::serve() and of
   // WorkerClient::finish(), where every rank is): ends the epochs still open and frees the

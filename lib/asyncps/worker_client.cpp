@@ -19,13 +19,13 @@ namespace asyncps {
 
 WorkerClient::WorkerClient(Session& session) : impl_(std::make_unique<Impl>(session)) {
   session.check_thread("WorkerClient");
+  StallWatch watch(watch_timeout(session.options().stall_timeout),
+                   session.role_name() + " creating the windows and restoring (collective with every rank)");
   // refused on every rank alike (the servers' constructors take part in this collective)
   const std::string problem = session.roles().is_worker()
                                   ? std::string()
                                   : "rank " + std::to_string(session.roles().rank) + " is a server, not a worker (WorkerClient)";
   if (const std::string first = detail::first_problem(session.comm(), problem); !first.empty()) throw ConfigError(first);
-  StallWatch watch(detail::wait_timeout(session.options().stall_timeout),
-                   session.role_name() + " creating the windows and restoring (collective with every rank)");
   impl_->chunk_floats = std::max<std::size_t>(1, session.options().chunk_bytes / sizeof(float));
   // the transport needs the target (pt2pt): complete by request, and sleep while waiting
   impl_->by_request = session.server_progress() == ServerProgress::Wake;
@@ -33,11 +33,15 @@ WorkerClient::WorkerClient(Session& session) : impl_(std::make_unique<Impl>(sess
                                         session.shared_memory_neighbours() ? 100 : 1000);
   impl_->win = detail::open_windows(session);
   detail::restore_checkpoint(session);             // collective with the servers' constructors
-  ASYNCPS_MPI_CHECK(MPI_Barrier(session.comm()));  // the servers have filled their shards
+  // the servers have filled their shards (and each could create its checkpoint directory):
+  // their agreement is this constructor's barrier
+  if (const std::string first = detail::first_problem(session.comm(), ""); !first.empty()) throw ConfigError(first);
   impl_->timeline.set_origin();
   impl_->liveness = detail::Liveness(session, impl_->win);
   const int s = session.roles().num_servers;
-  impl_->flush_timeout = detail::wait_timeout(session.options().stall_timeout);
+  // (a flush waits on the target only where the transport needs it: on one node it completes
+  // locally, and the watch stays off the step's path)
+  impl_->flush_timeout = impl_->by_request ? watch_timeout(session.options().stall_timeout) : 0;
   impl_->flush_what = session.role_name() + " waiting in MPI_Win_flush for " +
                       (s == 1 ? session.describe_rank(0) : "the servers (ranks 0-" + std::to_string(s - 1) + ")");
   impl_->waiter.watch(&impl_->liveness, s == 1 ? "an answer from " + session.describe_rank(0)
@@ -84,16 +88,16 @@ void WorkerClient::push(std::span<const float> grad, float scale) {
   m.push_buffer.resize(piece);
   float* scaled = m.push_buffer.data();
   const MPI_Win w = m.win.params.get();
-  // Nothing non-finite is ever sent: a NaN or Inf in grad is refused before anything leaves,
-  // and each scaled piece is checked in cache before it goes (a finite product overflowing to
-  // Inf in a later piece leaves the earlier pieces applied: StepLoop::end_step and push_async
-  // check the whole update first).
-  if (!detail::all_finite(grad.data(), grad.size()))
+  // Nothing non-finite is ever sent: each scaled piece is checked in cache before it goes, and
+  // when there are several, a NaN or Inf in grad is refused before the first leaves (a finite
+  // product overflowing to Inf in a later piece leaves the earlier pieces applied:
+  // StepLoop::end_step and push_async check the whole update first).
+  if (m.arena() > piece && !detail::all_finite(grad.data(), grad.size()))
     throw ConfigError("WorkerClient::push: grad holds NaN or Inf (nothing was sent)");
   m.for_each_piece([&](int target, MPI_Aint disp, std::size_t off, int n) {
     detail::scale_into(scaled, grad.data() + off, static_cast<std::size_t>(n), scale);  // scale * grad
     if (!detail::all_finite(scaled, static_cast<std::size_t>(n)))
-      throw ConfigError("WorkerClient::push: scale * grad overflows to Inf at float " + std::to_string(off) +
+      throw ConfigError("WorkerClient::push: scale * grad holds NaN or Inf in the piece from float " + std::to_string(off) +
                         (off == 0 ? " (nothing was sent)" : " (the pieces before it were applied)"));
     ASYNCPS_MPI_CHECK(MPI_Accumulate(scaled, n, MPI_FLOAT, target, disp, n, MPI_FLOAT, MPI_SUM, w));
     ASYNCPS_MPI_CHECK(MPI_Win_flush_local(target, w));  // the buffer may be reused now
@@ -206,7 +210,7 @@ void WorkerClient::finish() {
     impl_->control_op(detail::ctrl::kBeat0, nullptr, &beat0, 1, MPI_NO_OP);
     impl_->liveness.saw_server0(beat0);
   });
-  StallWatch watch(detail::wait_timeout(impl_->session.options().stall_timeout),
+  StallWatch watch(watch_timeout(impl_->session.options().stall_timeout),
                    impl_->session.role_name() + " at the end of the job (final checkpoint, staleness, timeline, freeing the windows: collective "
                        "with every rank)");
   impl_->win.end_epochs();

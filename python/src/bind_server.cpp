@@ -2,6 +2,9 @@
 #include <pybind11/functional.h>
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
+
+#include <exception>
+#include <optional>
 #include <pybind11/stl.h>
 
 #include "args.h"
@@ -34,15 +37,29 @@ void bind_server(py::module_& m) {
              check_thread(call);
              std::shared_ptr<SessionHandle> session = session_arg(session_obj, call);
              const std::size_t floats = session->get(call, false).layout().size();
-             const std::int64_t step = int64_arg(initial_step, call, "initial_step");
-             // (may run Python code: the session is looked up again below)
-             FloatBuffer init = float_buffer(initial, floats, "ParameterServer: initial", false);
+             // A refusal here is this rank's alone: it still takes part in the collective, with
+             // arguments the library refuses on every rank (no rank is left waiting), and is then
+             // raised as it was.
+             std::exception_ptr refused;
+             std::int64_t step = -1;
+             std::optional<FloatBuffer> init;
+             try {
+               step = int64_arg(initial_step, call, "initial_step");
+               // (may run Python code: the session is looked up again below)
+               init.emplace(float_buffer(initial, floats, "ParameterServer: initial", false));
+             } catch (...) {
+               refused = std::current_exception();
+               step = -1;  // refused by the library on every rank
+             }
              asyncps::Session& s = session->get(call, false);
              auto h = std::make_shared<ServerHandle>();
              h->attach(std::move(session));
-             {
+             try {
                py::gil_scoped_release unlocked;
-               h->server = std::make_unique<asyncps::ParameterServer>(s, init.span, step);
+               h->server = std::make_unique<asyncps::ParameterServer>(s, init ? init->span : std::span<const float>{}, step);
+             } catch (const asyncps::ConfigError&) {
+               if (refused) std::rethrow_exception(refused);
+               throw;
              }
              track(h);
              return h;

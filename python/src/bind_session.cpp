@@ -1,5 +1,7 @@
 // defines: asyncps_python::bind_session (asyncps.Session: the job's ranks, roles and options)
 #include <pybind11/pybind11.h>
+
+#include <exception>
 #include <pybind11/stl.h>
 #include <pybind11/stl/filesystem.h>
 
@@ -75,45 +77,58 @@ void bind_session(py::module_& m) {
                        py::handle wait_spin_us) {
              constexpr const char* call = "Session";
              check_thread(call);
-             if (!py::isinstance<asyncps::ParamLayout>(layout_arg))
-               throw py::type_error("asyncps: Session: layout must be an asyncps.Layout (got " + type_name(layout_arg) +
-                                    ")");
-             // every argument converted (Python code may run) before anything is kept
+             // Every argument converted (Python code may run) before anything is kept. A refusal here
+             // is this rank's alone: it is still taken to the collective, as options the library
+             // refuses on every rank (no rank is left waiting), and then raised as it was.
+             std::exception_ptr refused;
              asyncps::Options o;
-             o.num_servers = int_arg(num_servers, call, "num_servers");
-             o.mode = parse_choice<asyncps::Mode>(str_arg(mode, call, "mode"), "mode",
-                                                  {{"async", asyncps::Mode::Async},
-                                                   {"sync", asyncps::Mode::Sync},
-                                                   {"ssp", asyncps::Mode::Ssp}});
-             o.staleness = int_arg(staleness, call, "staleness");
-             o.staleness_lr = bool_arg(staleness_lr, call, "staleness_lr");
-             o.dc_lambda = float32_arg(dc_lambda, call, "dc_lambda");
-             o.overlap = bool_arg(overlap, call, "overlap");
-             o.pull = parse_choice<asyncps::PullMethod>(
-                 str_arg(pull, call, "pull"), "pull",
-                 {{"get_accumulate", asyncps::PullMethod::GetAccumulate}, {"get", asyncps::PullMethod::Get}});
-             o.stall_timeout = double_arg(stall_timeout, call, "stall_timeout");
-             o.timeline = str_arg(timeline, call, "timeline");
-             if (auto d = optional_path_arg(checkpoint_dir, call, "checkpoint_dir")) o.checkpoint.dir = *d;
-             o.checkpoint.save_secs = double_arg(save_secs, call, "save_secs");
-             o.checkpoint.keep = int_arg(keep, call, "keep");
-             if (auto r = optional_path_arg(restart_from, call, "restart_from")) o.checkpoint.restart_from = *r;
-             o.checkpoint.restore = bool_arg(restore, call, "restore");
-             o.server_progress = parse_choice<asyncps::ServerProgress>(
-                 str_arg(server_progress, call, "server_progress"), "server_progress",
-                 {{"auto", asyncps::ServerProgress::Auto}, {"poll", asyncps::ServerProgress::Poll},
-                  {"wake", asyncps::ServerProgress::Wake}});
-             o.server_poll_us = int_arg(server_poll_us, call, "server_poll_us");
-             o.server_spin_us = int_arg(server_spin_us, call, "server_spin_us");
-             o.wait_spin_us = int_arg(wait_spin_us, call, "wait_spin_us");
-             const MPI_Comm c = communicator(comm);
-             // a copy taken with the GIL held: another thread may change the Layout meanwhile
-             asyncps::ParamLayout layout = layout_arg.cast<const asyncps::ParamLayout&>();
+             asyncps::ParamLayout layout;
+             const MPI_Comm c = communicator(comm);  // (a bad communicator: nothing to agree over)
+             try {
+               if (!py::isinstance<asyncps::ParamLayout>(layout_arg))
+                 throw py::type_error("asyncps: Session: layout must be an asyncps.Layout (got " + type_name(layout_arg) +
+                                      ")");
+               o.num_servers = int_arg(num_servers, call, "num_servers");
+               o.mode = parse_choice<asyncps::Mode>(str_arg(mode, call, "mode"), "mode",
+                                                    {{"async", asyncps::Mode::Async},
+                                                     {"sync", asyncps::Mode::Sync},
+                                                     {"ssp", asyncps::Mode::Ssp}});
+               o.staleness = int_arg(staleness, call, "staleness");
+               o.staleness_lr = bool_arg(staleness_lr, call, "staleness_lr");
+               o.dc_lambda = float32_arg(dc_lambda, call, "dc_lambda");
+               o.overlap = bool_arg(overlap, call, "overlap");
+               o.pull = parse_choice<asyncps::PullMethod>(
+                   str_arg(pull, call, "pull"), "pull",
+                   {{"get_accumulate", asyncps::PullMethod::GetAccumulate}, {"get", asyncps::PullMethod::Get}});
+               o.stall_timeout = double_arg(stall_timeout, call, "stall_timeout");
+               o.timeline = str_arg(timeline, call, "timeline");
+               if (auto d = optional_path_arg(checkpoint_dir, call, "checkpoint_dir")) o.checkpoint.dir = *d;
+               o.checkpoint.save_secs = double_arg(save_secs, call, "save_secs");
+               o.checkpoint.keep = int_arg(keep, call, "keep");
+               if (auto r = optional_path_arg(restart_from, call, "restart_from")) o.checkpoint.restart_from = *r;
+               o.checkpoint.restore = bool_arg(restore, call, "restore");
+               o.server_progress = parse_choice<asyncps::ServerProgress>(
+                   str_arg(server_progress, call, "server_progress"), "server_progress",
+                   {{"auto", asyncps::ServerProgress::Auto}, {"poll", asyncps::ServerProgress::Poll},
+                    {"wake", asyncps::ServerProgress::Wake}});
+               o.server_poll_us = int_arg(server_poll_us, call, "server_poll_us");
+               o.server_spin_us = int_arg(server_spin_us, call, "server_spin_us");
+               o.wait_spin_us = int_arg(wait_spin_us, call, "wait_spin_us");
+               // a copy taken with the GIL held: another thread may change the Layout meanwhile
+               layout = layout_arg.cast<const asyncps::ParamLayout&>();
+             } catch (...) {
+               refused = std::current_exception();
+               o = asyncps::Options{};
+               o.num_servers = 0;  // refused by validate() on every rank
+             }
              check_thread(call);  // (the conversions ran Python code: still here, and not in a tick)
              auto h = std::make_shared<SessionHandle>();
-             {
+             try {
                py::gil_scoped_release unlocked;  // collective: the other ranks may take a while
                h->session = std::make_unique<asyncps::Session>(c, std::move(layout), std::move(o));
+             } catch (const asyncps::ConfigError&) {
+               if (refused) std::rethrow_exception(refused);  // this rank's own reason, as it was
+               throw;
              }
              track(h);
              return h;

@@ -112,9 +112,13 @@ TEST_CASE("a precondition one rank fails is refused on every rank", "[mpi][valid
     std::vector<float> init(100, 0.f);
     init[7] = kNaN;  // poisoned initial parameters: refused before any window exists
     CHECK_THROWS_WITH(ParameterServer(session, init), Catch::Contains("initial parameters hold NaN or Inf"));
+    CHECK_THROWS_WITH(ParameterServer(session, std::vector<float>(100), -1), Catch::Contains("initial_step must be in"));
+    CHECK_THROWS_WITH(ParameterServer(session, std::vector<float>(99)), Catch::Contains("initial parameters have 99"));
   } else {
     // the workers are told why, instead of waiting in the window creation for the server
     CHECK_THROWS_WITH(WorkerClient(session), Catch::Contains("initial parameters hold NaN or Inf"));
+    CHECK_THROWS_WITH(WorkerClient(session), Catch::Contains("initial_step must be in"));
+    CHECK_THROWS_WITH(WorkerClient(session), Catch::Contains("initial parameters have 99"));
   }
   CHECK(MPI_Barrier(MPI_COMM_WORLD) == MPI_SUCCESS);
 }

@@ -12,6 +12,7 @@
 #include "asyncps/limits.h"
 #include "asyncps/param_layout.h"
 #include "asyncps/session.h"
+#include "asyncps/stall_watch.h"
 
 using namespace asyncps;
 
@@ -147,7 +148,7 @@ TEST_CASE("checkpoint options: keep 0 (which would delete the final checkpoint) 
 
 TEST_CASE("a tensor name is never a path: separators, '.', '..', control bytes and long names are refused",
           "[validation][layout]") {
-  for (const std::string bad : {std::string(), std::string("a/b"), std::string("..\\x"), std::string("."),
+  for (const std::string& bad : {std::string(), std::string("a/b"), std::string("..\\x"), std::string("."),
                                 std::string(".."), std::string("../../etc/passwd"), std::string("tab\there"),
                                 std::string("nul\0x", 5), std::string(252, 'n')}) {
     ParamLayout layout;
@@ -179,4 +180,25 @@ TEST_CASE("layout sizes are overflow-checked and bounded", "[validation][layout]
   CHECK_NOTHROW(layout.add("scalar", {}));  // an empty shape is one float
   CHECK(layout.tensor("scalar").size == 1);
   CHECK_THROWS_AS(layout.add("a", {1}), ConfigError);  // a duplicate
+}
+
+TEST_CASE("a StallWatch refuses a timeout that cannot work; 0 and +Inf never fire", "[validation][stall]") {
+  CHECK_THROWS_WITH(StallWatch(-1, "x"), Catch::Contains("StallWatch: timeout must be >= 0"));
+  CHECK_THROWS_AS(StallWatch(std::numeric_limits<double>::quiet_NaN(), "x"), ConfigError);
+  CHECK_NOTHROW(StallWatch(0, "off"));
+  CHECK_NOTHROW(StallWatch(kInf, "capped at 1e9 s"));
+  CHECK(watch_timeout(0) == 0);
+  CHECK(watch_timeout(-3) == 0);
+  CHECK(watch_timeout(kNaN) == 0);
+  CHECK(watch_timeout(1) == 3);    // 1 + max(2, 0.5)
+  CHECK(watch_timeout(60) == 90);  // 60 + 30
+}
+
+TEST_CASE("a Session without MPI is one clear error, not a crash", "[validation]") {
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  REQUIRE(initialized == 0);  // this test binary never initialises MPI
+  ParamLayout layout;
+  layout.add("w", {3});
+  CHECK_THROWS_WITH(Session(MPI_COMM_WORLD, layout), Catch::Contains("MPI is not initialised"));
 }

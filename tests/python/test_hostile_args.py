@@ -362,6 +362,13 @@ if session.is_server:
 else:
     refused(TypeError, lambda: asyncps.WorkerClient(None), "session must be an asyncps.Session", "WorkerClient(None)")
     refused_in_thread(lambda: asyncps.WorkerClient(session), "WorkerClient()")
+    # the server's refusals of its own arguments still take part in the collective (no rank is
+    # left waiting): the workers are told, naming the server's rank
+    for what, _value, _part in bad_readable:
+        refused(asyncps.ConfigError, lambda: asyncps.WorkerClient(session), "rank 0: ",
+                f"WorkerClient (the server's initial={what})")
+    for what in ("initial_step='0'", "initial_step=2**63"):
+        refused(asyncps.ConfigError, lambda: asyncps.WorkerClient(session), "rank 0: ", f"WorkerClient (the server's {what})")
     # the servers' constructor refuses these values: every rank raises (collectively)
     refused(asyncps.ConfigError, lambda: asyncps.WorkerClient(session), "NaN", "WorkerClient (server's NaN)")
     refused(asyncps.ConfigError, lambda: asyncps.WorkerClient(session), "initial_step", "WorkerClient (step -1)")
