@@ -11,16 +11,13 @@
 #include <string>
 
 #include "asyncps/error.h"
+#include "asyncps/limits.h"
 #include "asyncps_internal/checkpoint_format.h"
+#include "fuzz_common.h"
 
 namespace {
 
-void check(bool ok, const char* what) {
-  if (!ok) {
-    std::fprintf(stderr, "fuzz_checkpoint_index: parse_index returned an index that breaks its contract: %s\n", what);
-    std::abort();
-  }
-}
+void check(bool ok, const char* what) { asyncps_fuzz::contract(ok, "fuzz_checkpoint_index", what); }
 
 void parse(const std::string& bytes) {
   using namespace asyncps::detail;
@@ -33,9 +30,7 @@ void parse(const std::string& bytes) {
   check(x.num_servers >= 1 && x.shards.size() == x.num_servers, "one entry per server");
   std::uint64_t end = 0;
   for (const auto& e : x.shards) {
-    check(!e.file.empty() && e.file != "." && e.file != ".." && e.file.find('/') == std::string::npos &&
-              e.file.find('\0') == std::string::npos,
-          "plain shard names");
+    check(asyncps::limits::file_name_problem(e.file, kMaxShardFileNameBytes).empty(), "plain shard names");
     check(e.offset == end && e.count <= x.arena - end, "shards in order, without gaps or overlaps");
     end += e.count;
   }
@@ -45,12 +40,5 @@ void parse(const std::string& bytes) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  std::string bytes(reinterpret_cast<const char*>(data), size);
-  parse(bytes);
-  if (size >= 8) {
-    const std::uint64_t sum = asyncps::detail::checksum64(bytes.data(), size - 8);
-    std::memcpy(bytes.data() + size - 8, &sum, 8);
-    parse(bytes);
-  }
-  return 0;
+  return asyncps_fuzz::parse_as_is_and_resealed(data, size, parse);
 }

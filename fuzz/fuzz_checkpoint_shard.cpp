@@ -1,5 +1,5 @@
 // libFuzzer target: asyncps::detail::parse_shard, the checkpoint shard parser, against a fixed
-// two-tensor layout (fuzz_layout.h).
+// two-tensor layout (fuzz_common.h).
 // Contract (lib/asyncps/checkpoint_format.h): on any bytes it returns or throws CheckpointError,
 // and allocates no more than the bytes it is given (scripts/run-fuzzers.sh caps malloc); what it
 // returns is of this layout and holds `count` floats (and as many shadow floats, or none).
@@ -12,7 +12,7 @@
 
 #include "asyncps/error.h"
 #include "asyncps_internal/checkpoint_format.h"
-#include "fuzz_layout.h"
+#include "fuzz_common.h"
 
 namespace {
 
@@ -21,12 +21,7 @@ const asyncps::ParamLayout& layout() {
   return l;
 }
 
-void check(bool ok, const char* what) {
-  if (!ok) {
-    std::fprintf(stderr, "fuzz_checkpoint_shard: parse_shard returned a shard that breaks its contract: %s\n", what);
-    std::abort();
-  }
-}
+void check(bool ok, const char* what) { asyncps_fuzz::contract(ok, "fuzz_checkpoint_shard", what); }
 
 void parse(const std::string& bytes) {
   using namespace asyncps::detail;
@@ -47,12 +42,5 @@ void parse(const std::string& bytes) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  std::string bytes(reinterpret_cast<const char*>(data), size);
-  parse(bytes);
-  if (size >= 8) {
-    const std::uint64_t sum = asyncps::detail::checksum64(bytes.data(), size - 8);
-    std::memcpy(bytes.data() + size - 8, &sum, 8);
-    parse(bytes);
-  }
-  return 0;
+  return asyncps_fuzz::parse_as_is_and_resealed(data, size, parse);
 }

@@ -1,6 +1,6 @@
 // make_seeds OUT_DIR: writes the fuzzers' seed corpora, valid files made by the library's own
 // writers, into OUT_DIR/<target>/ (fuzz/corpus is its output, committed):
-//   checkpoint_index, checkpoint_shard   write_index / write_shard of fuzz_layout.h's layout,
+//   checkpoint_index, checkpoint_shard   write_index / write_shard of fuzz_common.h's layout,
 //                                        by 1 and by 2 servers, with and without the EMA shadow
 //   idx                                  IDX image and label files (the header MNIST's have)
 // The config seeds are plain text, written by hand.
@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "asyncps_internal/checkpoint_format.h"
-#include "fuzz_layout.h"
+#include "fuzz_common.h"
 
 namespace fs = std::filesystem;
 using namespace asyncps::detail;
