@@ -11,7 +11,7 @@
 //
 //   library (one MPI_Win_lock_all epoch for the worker's life, MPI_Win_flush per operation,
 //   through asyncps::WorkerClient, 1 MiB chunks):
-//     push        WorkerClient::push   = staged scale*grad, MPI_Raccumulate(SUM), wait + flush
+//     push        WorkerClient::push   = scale*grad per piece, MPI_Accumulate(SUM), flush
 //     pull_gacc   WorkerClient::pull   with MPI_Get_accumulate(MPI_NO_OP) (the default)
 //     pull_get    WorkerClient::pull   with MPI_Get (--pull get)
 //     step        pull_gacc + push (what one training step moves)

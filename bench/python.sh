@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The Python binding's benchmark (issue 16), everything side by side in one run:
+# The Python binding's benchmark, everything side by side in one run:
 #   1. per-step overhead: pull+push and begin_step+end_step on the MNIST arena (9,098 floats),
 #      from Python (bench/python_step.py) and from C++ (bench_push_pull), 1 server + 1 worker,
 #      alternated REPEATS times, medians

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Reads what scripts/run-bench.sh wrote into RESULTS and prints the target table (issue 8).
+"""Reads what scripts/run-bench.sh wrote into RESULTS and prints the target table.
 
 Writes RESULTS/summary.json (every parsed number), RESULTS/summary.csv (one row per target)
 and RESULTS/summary.txt (the table printed on stdout). Usage: summarize.py RESULTS_DIR

@@ -46,7 +46,7 @@ def check(path):
         print(f"FAIL: {len(bad)} instruction(s) beyond x86-64-v2 outside dispatched clones in {path}")
         return False
     if not clones and os.environ.get("ASYNCPS_NO_CLONES") != "1":
-        print(f"FAIL: no dispatched clones in {path} (scale_into/all_finite should have avx2 and avx512f ones)")
+        print(f"FAIL: no dispatched clones in {path} (scale_into_finite/all_finite should have avx2 and avx512f ones)")
         return False
     return True
 

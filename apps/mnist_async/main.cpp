@@ -28,7 +28,7 @@ int main(int argc, char** argv) {
     if (!config) return 0;  // --help
     if (config->eval_only) return rank == 0 ? mnist_async::run_eval(*config) : 0;
     mnist_async::check_writable_dir(config->logdir, "--logdir");  // every rank: its host's logdir
-    if (!config->export_dir.empty() && rank == config->ps)  // the chief exports at the end: fail now
+    if (!config->export_dir.empty() && rank == config->library.num_servers)  // the chief exports at the end: fail now
       mnist_async::check_writable_dir(config->export_dir, "--export_dir");
     const asyncps::Options options = mnist_async::to_options(*config);
     asyncps::Session session(MPI_COMM_WORLD, mnist_async::mnist_layout(), options);

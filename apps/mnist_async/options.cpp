@@ -15,6 +15,7 @@
 #include <sstream>
 
 #include "asyncps/error.h"
+#include "asyncps/option_choices.h"
 #include "asyncps/session.h"
 
 namespace po = boost::program_options;
@@ -56,14 +57,8 @@ void validate(const Config& c) {
   require(std::isfinite(c.save_summaries_secs) && c.save_summaries_secs >= 0 && c.save_summaries_secs <= 1e9,
           "--save_summaries_secs must be in [0, 1e9], got " + show(c.save_summaries_secs));
   require(c.log_every > 0, "--log_every must be positive, got " + std::to_string(c.log_every));
-  require(c.mode == "async" || c.mode == "sync" || c.mode == "ssp",
-          "--mode must be async, sync or ssp, got '" + c.mode + "'");
   require(std::isfinite(c.straggler_ms) && c.straggler_ms >= 0 && c.straggler_ms <= 3.6e6,
           "--straggler_ms must be in [0, 3600000], got " + show(c.straggler_ms));
-  require(c.pull == "get_accumulate" || c.pull == "get",
-          "--pull must be get_accumulate or get, got '" + c.pull + "'");
-  require(c.server_progress == "auto" || c.server_progress == "poll" || c.server_progress == "wake",
-          "--server_progress must be auto, poll or wake, got " + c.server_progress);
   require(!c.logdir.empty(), "--logdir must not be empty");
   require(c.eval_every >= 0, "--eval_every must be >= 0, got " + std::to_string(c.eval_every));
   require(std::isfinite(c.eval_target) && c.eval_target > 0 && c.eval_target <= 1,
@@ -76,12 +71,13 @@ void validate(const Config& c) {
   asyncps::validate(to_options(c));
 }
 
-// The enum a (validated) flag value names; `otherwise` for the default value.
+// A flag for one of the library's enum options: its names, its default and the error for any
+// other value are the library's (asyncps/option_choices.h).
 template <class E>
-E choice(const std::string& value, std::initializer_list<std::pair<const char*, E>> named, E otherwise) {
-  for (const auto& [name, e] : named)
-    if (value == name) return e;
-  return otherwise;
+po::typed_value<std::string>* enum_flag(E& field, const char* api_name) {
+  return po::value<std::string>()
+      ->default_value(asyncps::name_of(field))
+      ->notifier([&field, api_name](const std::string& v) { field = asyncps::parse_choice<E>(v, api_name); });
 }
 
 // Boost.Program_options builds its error messages by replacing "%canonical_option%",
@@ -112,25 +108,8 @@ std::string read_config_file(const std::string& path) {
 }  // namespace
 
 asyncps::Options to_options(const Config& c) {
-  asyncps::Options o;
-  o.num_servers = c.ps;
-  o.server_poll_us = c.server_poll_us;
-  o.server_progress = choice(c.server_progress, {{"poll", asyncps::ServerProgress::Poll}, {"wake", asyncps::ServerProgress::Wake}},
-                             asyncps::ServerProgress::Auto);
-  o.server_spin_us = c.server_spin_us;
-  o.wait_spin_us = c.wait_spin_us;
-  o.timeline = c.timeline;
-  o.stall_timeout = c.stall_timeout;
-  o.mode = choice(c.mode, {{"sync", asyncps::Mode::Sync}, {"ssp", asyncps::Mode::Ssp}}, asyncps::Mode::Async);
-  o.staleness = c.staleness;
-  o.staleness_lr = c.staleness_lr;
-  o.dc_lambda = c.dc_lambda;
-  o.overlap = c.overlap;
-  o.pull = choice(c.pull, {{"get", asyncps::PullMethod::Get}}, asyncps::PullMethod::GetAccumulate);
+  asyncps::Options o = c.library;
   o.checkpoint.dir = c.logdir;
-  o.checkpoint.save_secs = c.save_secs;
-  o.checkpoint.keep = c.keep_checkpoints;
-  o.checkpoint.restart_from = c.restart_from;
   o.checkpoint.restore = !c.no_restore;
   return o;
 }
@@ -169,6 +148,7 @@ std::string with_flag_names(std::string_view library_message) {
 
 std::optional<Config> parse_config(int argc, char** argv, bool print_help) {
   Config c;
+  asyncps::Options& lib = c.library;
   std::string config_file;
   po::options_description general("mnist_async: the TF1 tutorial's MNIST CNN, trained by async SGD on libasyncps.\n"
                                   "Run it as: mpirun -np 2 --hostfile hostfiles/localhost build/bin/mnist_async\n"
@@ -186,19 +166,19 @@ std::optional<Config> parse_config(int argc, char** argv, bool print_help) {
      "EMA decay kept by the chief (warm-up min(decay, (1+n)/(10+n)))")
     ("logdir", po::value(&c.logdir)->default_value(c.logdir), "where metrics.jsonl (and checkpoints) go")
     ("data_dir", po::value(&c.data_dir)->default_value(c.data_dir), "directory with the four MNIST IDX files (make data)")
-    ("ps", po::value(&c.ps)->default_value(c.ps), "number of parameter-server ranks")
+    ("ps", po::value(&lib.num_servers)->default_value(lib.num_servers), "number of parameter-server ranks")
     ("seed", po::value(&c.seed)->default_value(c.seed), "seed of the initial parameters and of the data order")
     ("device", po::value(&c.device)->default_value(c.device), "cpu | gpu | auto: where workers compute gradients")
     ("save_summaries_secs", po::value(&c.save_summaries_secs)->default_value(c.save_summaries_secs),
      "the chief appends a metrics line to logdir/metrics.jsonl this often (0: every log line)")
     ("log_every", po::value(&c.log_every)->default_value(c.log_every), "the chief logs every N local steps")
     ("train_limit", po::value(&c.train_limit)->default_value(c.train_limit), "use only the first N training examples (0: all)")
-    ("mode", po::value(&c.mode)->default_value(c.mode),
+    ("mode", enum_flag(lib.mode, "Options::mode"),
      "async (Hogwild: apply each update as it arrives) | sync (apply the mean of all workers' updates once per round) | "
      "ssp (async, but no worker runs more than --staleness steps ahead of the slowest)")
-    ("staleness", po::value(&c.staleness)->default_value(c.staleness), "ssp: the bound s on the clock gap")
-    ("staleness_lr", po::bool_switch(&c.staleness_lr), "scale each update by 1/max(1, staleness) (Zhang et al. 2016)")
-    ("dc_lambda", po::value(&c.dc_lambda)->default_value(c.dc_lambda),
+    ("staleness", po::value(&lib.staleness)->default_value(lib.staleness), "ssp: the bound s on the clock gap")
+    ("staleness_lr", po::bool_switch(&lib.staleness_lr), "scale each update by 1/max(1, staleness) (Zhang et al. 2016)")
+    ("dc_lambda", po::value(&lib.dc_lambda)->default_value(lib.dc_lambda),
      "async/ssp: delay-compensated updates (DC-ASGD, Zheng et al. 2017): push g + lambda*g*g*(w_now - w_read), "
      "one more read of the arena per step (0: off)")
     ("optimizer", po::value(&c.optimizer)->default_value(c.optimizer),
@@ -211,18 +191,19 @@ std::optional<Config> parse_config(int argc, char** argv, bool print_help) {
      "with --eval_every: report the wall time at which test accuracy first reached this")
     ("straggler_ms", po::value(&c.straggler_ms)->default_value(c.straggler_ms),
      "experiments: the last worker sleeps this many ms every step")
-    ("save_secs", po::value(&c.save_secs)->default_value(c.save_secs),
+    ("save_secs", po::value(&lib.checkpoint.save_secs)->default_value(lib.checkpoint.save_secs),
      "servers checkpoint into --logdir this often (0: only at the end), like the tutorial's Supervisor")
-    ("stall_timeout", po::value(&c.stall_timeout)->default_value(c.stall_timeout),
+    ("stall_timeout", po::value(&lib.stall_timeout)->default_value(lib.stall_timeout),
      "a rank that makes no progress for this many seconds (stopped, hung, cut off) is named, a checkpoint is saved "
      "if the servers are live, and the job ends non-zero (0: never); must exceed the longest step and save")
-    ("keep_checkpoints", po::value(&c.keep_checkpoints)->default_value(c.keep_checkpoints), "newest checkpoints kept")
-    ("restart_from", po::value(&c.restart_from), "start from this checkpoint index (default: the newest valid one in --logdir)")
+    ("keep_checkpoints", po::value(&lib.checkpoint.keep)->default_value(lib.checkpoint.keep), "newest checkpoints kept")
+    ("restart_from", po::value<std::string>()->notifier([&lib](const std::string& v) { lib.checkpoint.restart_from = v; }),
+     "start from this checkpoint index (default: the newest valid one in --logdir)")
     ("no_restore", po::bool_switch(&c.no_restore), "do not resume from the checkpoints in --logdir (they are kept)")
-    ("overlap", po::bool_switch(&c.overlap),
+    ("overlap", po::bool_switch(&lib.overlap),
      "async: the next step's claim and pull fly while this gradient is computed, and the push while the next one is "
      "(one step more staleness); ssp: the push only")
-    ("timeline", po::value(&c.timeline),
+    ("timeline", po::value(&lib.timeline),
      "write every rank's spans (pull, compute, push, waits, server activity, saves) here as Chrome trace-event JSON "
      "(Perfetto, chrome://tracing); written by rank 0 at the end")
     ("halt_on_nonfinite", po::bool_switch(&c.halt_on_nonfinite),
@@ -230,16 +211,16 @@ std::optional<Config> parse_config(int argc, char** argv, bool print_help) {
     ("export_dir", po::value(&c.export_dir), "at the end the chief writes the parameters as <name>.npy here (EMA in ema/)")
     ("eval_only", po::bool_switch(&c.eval_only), "evaluate a checkpoint and exit (no training; one rank is enough)")
     ("checkpoint", po::value(&c.checkpoint), "--eval_only: the checkpoint index (default: the newest in --logdir)")
-    ("pull", po::value(&c.pull)->default_value(c.pull), "get_accumulate (atomic per element) | get")
-    ("server_poll_us", po::value(&c.server_poll_us)->default_value(c.server_poll_us),
+    ("pull", enum_flag(lib.pull, "Options::pull"), "get_accumulate (atomic per element) | get")
+    ("server_poll_us", po::value(&lib.server_poll_us)->default_value(lib.server_poll_us),
      "the longest a server sleeps between entries into MPI, in microseconds (-1: 10000; 1000 when waking on sockets "
      "with shared-memory neighbours)")
-    ("server_progress", po::value(&c.server_progress)->default_value(c.server_progress),
+    ("server_progress", enum_flag(lib.server_progress, "Options::server_progress"),
      "how servers let one-sided operations complete: poll (timed), wake (sleep until bytes arrive on a socket), "
      "auto (poll on one node, wake across hosts)")
-    ("server_spin_us", po::value(&c.server_spin_us)->default_value(c.server_spin_us),
+    ("server_spin_us", po::value(&lib.server_spin_us)->default_value(lib.server_spin_us),
      "wake: keep entering MPI this long after bytes last arrived")
-    ("wait_spin_us", po::value(&c.wait_spin_us)->default_value(c.wait_spin_us),
+    ("wait_spin_us", po::value(&lib.wait_spin_us)->default_value(lib.wait_spin_us),
      "across hosts: a waiting worker spins this long, then sleeps until the server's answer arrives")
     ("verbose,v", po::bool_switch(&c.verbose), "every worker logs, not only the chief");
 

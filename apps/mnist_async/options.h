@@ -10,6 +10,8 @@
 
 namespace mnist_async {
 
+// The app's own flags; every option of the library is bound to its flag in `library` (its
+// defaults, ranges and choice names are the library's: asyncps/session.h, option_choices.h).
 struct Config {
   int batch_size = 128;
   double learning_rate = 0.01;
@@ -17,47 +19,33 @@ struct Config {
   double l2 = 0.0;  // the tutorial defines 0.0001 but never applies it
   std::int64_t training_steps = 1000;
   double moving_average_decay = 0.99;
-  std::string logdir = "log_async";
+  std::string logdir = "log_async";  // metrics.jsonl, and the checkpoints (library.checkpoint.dir)
   std::string data_dir = "data/mnist";
-  int ps = 1;
   std::int64_t seed = 1;   // signed, so that -1 is an error rather than 2^64 - 1
   std::string device = "cpu";
   double save_summaries_secs = 60;
   int log_every = 10;
   std::int64_t train_limit = 0;  // use only the first N training examples (0 = all); signed like seed
-  std::string pull = "get_accumulate";
-  std::string mode = "async";
-  int staleness = 0;
-  bool staleness_lr = false;
-  float dc_lambda = 0;            // DC-ASGD's lambda (0: plain async)
   std::string optimizer = "sgd";  // sgd | momentum (kept on the worker)
   std::int64_t eval_every = 0;    // the chief snapshots the model every N global steps, evaluated after training
   double eval_target = 0.91;      // ... and reports when test accuracy first reached this
   double momentum = 0.9;
-  double straggler_ms = 0;
-  double save_secs = 60;
-  double stall_timeout = 60;  // seconds a rank may go without progress before the job ends (0: off)
-  int keep_checkpoints = 5;
-  std::string restart_from;
-  bool no_restore = false;
+  double straggler_ms = 0;        // experiments: the last worker sleeps this long every step
+  bool no_restore = false;        // library.checkpoint.restore = !no_restore
   bool halt_on_nonfinite = false;
-  bool overlap = false;
   std::string export_dir;
   bool eval_only = false;
-  std::string checkpoint;  // --eval_only: the index to evaluate (default: newest in --logdir)  // experiments: the last worker sleeps this long every step
-  int server_poll_us = -1;  // -1: auto (the library's choice per transport)
-  std::string server_progress = "auto";  // auto | poll | wake
-  int server_spin_us = 0;
-  int wait_spin_us = 50;
-  std::string timeline;     // Chrome trace-event JSON of every rank's spans
+  std::string checkpoint;  // --eval_only: the index to evaluate (default: newest in --logdir)
   bool verbose = false;
+  asyncps::Options library;  // --ps, --mode, --stall_timeout, ... (with_flag_names has the map)
 };
 
 // The library names its own API in messages (Options::num_servers, ...): the same message in
 // this program's flags (--ps, ...), for the lines a user of mnist_async reads.
 std::string with_flag_names(std::string_view library_message);
 
-// The library's Options as the flags give them (the library validates them).
+// The library's Options as the flags give them: `library`, with the checkpoint directory and
+// restore choice of --logdir and --no_restore (the library validates them).
 asyncps::Options to_options(const Config& c);
 
 // Parses and validates argv (the flags the library takes through asyncps::validate). Returns nullopt after printing --help (the caller exits 0).

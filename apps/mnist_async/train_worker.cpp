@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "asyncps/option_choices.h"
 #include "asyncps/asyncps.h"
 #include "metrics_log.h"
 #include "mnist/batcher.h"
@@ -122,7 +123,7 @@ int run_eval(const Config& config) {
   }
   const auto ckpt = asyncps::read_checkpoint(index, layout);
   const auto data = [&] {
-    asyncps::StallWatch watch(asyncps::watch_timeout(config.stall_timeout), "reading the MNIST data in " + config.data_dir);
+    asyncps::StallWatch watch(asyncps::watch_timeout(config.library.stall_timeout), "reading the MNIST data in " + config.data_dir);
     return asyncps::mnist::load_mnist(config.data_dir);
   }();
   auto backend = make_backend(config.device, 1000, 0);
@@ -147,7 +148,7 @@ int run_worker(const Config& config, asyncps::Session& session) {
   const bool chief = roles.is_chief();
   const bool talk = chief || config.verbose;
   auto data = [&] {  // watched: a data directory that never answers ends the job, not hangs it
-    asyncps::StallWatch watch(asyncps::watch_timeout(config.stall_timeout), "reading the MNIST data in " + config.data_dir);
+    asyncps::StallWatch watch(asyncps::watch_timeout(config.library.stall_timeout), "reading the MNIST data in " + config.data_dir);
     return asyncps::mnist::load_mnist(config.data_dir, static_cast<std::size_t>(config.train_limit));
   }();
   auto backend = make_backend(config.device, config.batch_size, roles.worker_index());
@@ -211,7 +212,6 @@ int run_worker(const Config& config, asyncps::Session& session) {
       if (config.halt_on_nonfinite) step_loop.request_halt();
       continue;
     }
-    if (!landed) break;  // the other workers took the last steps
     global_step = landed.global_step;
     ++local_step;
     if (chief && config.eval_every > 0 &&
@@ -253,7 +253,7 @@ int run_worker(const Config& config, asyncps::Session& session) {
     client.pull(params);
     steps = client.global_step();
     // a sync step is one round: every worker contributed a batch
-    const double per_step = config.batch_size * (config.mode == "sync" ? roles.num_workers() : 1);
+    const double per_step = config.batch_size * (config.library.mode == asyncps::Mode::Sync ? roles.num_workers() : 1);
     const double samples_per_sec = static_cast<double>(steps - first_step) * per_step / wall;
     const Accuracy plain = evaluate(*backend, data, params);
     const Accuracy averaged = evaluate(*backend, data, ema->shadow());
@@ -291,7 +291,7 @@ int run_worker(const Config& config, asyncps::Session& session) {
     const auto& tau = step_loop.job_staleness();
     std::printf("Staleness over %llu updates (%s): mean %.2f, p50 %lld, p99 %lld, max %lld; the chief waited %.3f s for "
                 "other workers\n",
-                static_cast<unsigned long long>(tau.count()), config.mode.c_str(), tau.mean(),
+                static_cast<unsigned long long>(tau.count()), asyncps::name_of(config.library.mode), tau.mean(),
                 static_cast<long long>(tau.percentile(50)), static_cast<long long>(tau.percentile(99)),
                 static_cast<long long>(tau.max()), st.mode_wait_seconds);
     if (st.nonfinite) std::printf("%llu non-finite gradient(s) were not pushed\n",

@@ -4,6 +4,7 @@
 #include "asyncps/limits.h"
 #include "asyncps/log.h"
 #include "asyncps/mpi_environment.h"
+#include "asyncps/option_choices.h"
 #include "asyncps/param_layout.h"
 #include "asyncps/parameter_server.h"
 #include "asyncps/roles.h"

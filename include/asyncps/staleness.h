@@ -1,7 +1,9 @@
 // defines: asyncps::StalenessHistogram
-// Staleness tau of an update: how many other updates reached the arena between the read of
-// the global step its gradient was computed from and the step it landed at (0 = none; sync
-// mode is always 0). Kept as a histogram so every worker's can be summed into the job's.
+// Staleness tau of an update: how many steps were claimed between its own step and the next
+// claim this worker sends after pushing it (the count that claim returns minus the update's
+// step; with Options::overlap the prefetched claim counts the worker's own next step too). The
+// updates no later claim covers are measured by one read of the step count when the worker
+// drains. Sync mode is always 0. Kept as a histogram so every worker's can be summed.
 //
 //   const auto& h = worker.staleness();
 //   std::printf("tau mean %.2f p50 %lld p99 %lld max %lld\n", h.mean(), h.percentile(50), h.percentile(99), h.max());

@@ -11,8 +11,9 @@
 //   }
 //   w.finish();
 //
-// async: no waiting; begin_step claims a global step and pulls in one round trip (one atomic on
-//        [step, halt, done, server 0's heartbeat] beside the pulls); end_step sends scale*grad,
+// async: no waiting; begin_step claims a global step and pulls in one round trip (the claim
+//        reads [step, halt, done, server 0's heartbeat] beside the pulls: one wait on requests
+//        under Wake progress, a flush per window under Poll); end_step sends scale*grad,
 //        completed inside the next begin_step. Options::overlap also prefetches the next claim
 //        and pull during the compute (one step more staleness).
 // sync:  begin_step waits until the previous round's mean update is applied; end_step adds

@@ -41,8 +41,6 @@ struct WorkerStats {
   double mode_wait_seconds = 0;    // sync/ssp: time spent waiting for other workers
   std::uint64_t mode_waits = 0;    // begin_step calls that had to wait at least once
   std::int64_t max_clock_gap = 0;  // ssp: largest (my clock - slowest clock) seen when a step began
-  std::uint64_t dropped = 0;       // end_step updates not applied because the job was complete
-                                   // (0 since begin_step claims the step: kept for callers)
   std::uint64_t nonfinite = 0;     // end_step gradients with NaN or Inf, never pushed
 };
 

@@ -5,14 +5,13 @@
 // only notices shutdown and checkpoint requests, every `poll_us` (10 ms by default).
 // Under osc pt2pt (between hosts, over TCP) an operation completes only when the target enters
 // MPI. The engine enters MPI with MPI_Test on the shutdown barrier's request — progress without
-// a round trip (MPI_Win_flush_all, the earlier pump, is a protocol round trip to every rank and
-// made the server wait for each worker's next MPI call) — and between entries sleeps in poll(2)
+// a round trip to any rank — and between entries sleeps in poll(2)
 // on the process's sockets (SocketWaiter): it wakes when bytes arrive, enters MPI `burst` times
 // (Open MPI completes what arrived over several entries), keeps entering MPI for `spin_us` after
 // the last arrival (0 by default: measured no better on 1-2 workers), then sleeps again, at
 // most `poll_us` (a bound for work MPI queued internally and for ranks on the same node, whose
-// shared-memory messages wake no socket). See docs/MULTIHOST.md "Server progress" for the
-// designs measured against it (timed polling, spinning, a progress thread, Casper's ghosts).
+// shared-memory messages wake no socket). docs/DECISIONS.md has the designs measured against
+// it (timed polling, spinning, a progress thread, Casper's ghosts, a flush_all pump).
 #pragma once
 #include <mpi.h>
 

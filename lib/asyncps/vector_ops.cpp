@@ -1,4 +1,4 @@
-// defines: scale_into, all_finite (run-time dispatched clones, see vector_ops.h)
+// defines: scale_into_finite, dc_correct, all_finite (run-time dispatched clones, see vector_ops.h)
 #include "vector_ops.h"
 
 #include <bit>
@@ -12,8 +12,14 @@
 
 namespace asyncps::detail {
 
-ASYNCPS_CLONES void scale_into(float* __restrict out, const float* __restrict in, std::size_t n, float scale) noexcept {
-  for (std::size_t i = 0; i < n; ++i) out[i] = scale * in[i];  // [n] = scalar * [n]
+ASYNCPS_CLONES bool scale_into_finite(float* __restrict out, const float* __restrict in, std::size_t n,
+                                     float scale) noexcept {
+  std::uint32_t bad = 0;  // the exponent-bits OR-reduction of all_finite, fused with the scaling
+  for (std::size_t i = 0; i < n; ++i) {
+    out[i] = scale * in[i];  // [n] = scalar * [n]
+    bad |= static_cast<std::uint32_t>((std::bit_cast<std::uint32_t>(out[i]) & 0x7f800000u) == 0x7f800000u);
+  }
+  return bad == 0;
 }
 
 ASYNCPS_CLONES void dc_correct(float* __restrict out, const float* __restrict g, const float* __restrict now,

@@ -1,4 +1,4 @@
-// defines: asyncps::detail::scale_into, all_finite
+// defines: asyncps::detail::scale_into_finite, dc_correct, all_finite
 // The library's only loops over whole gradients (staging scale * grad before a push, and the
 // non-finite guard on what is pushed). libasyncps is built for plain x86-64 (no -march: the
 // installed library runs on any x86-64 CPU); these two are compiled several times (GCC's
@@ -9,8 +9,9 @@
 
 namespace asyncps::detail {
 
-// out[i] = scale * in[i] for i in [0, n)   (out and in may not overlap)
-void scale_into(float* out, const float* in, std::size_t n, float scale) noexcept;
+// out[i] = scale * in[i] for i in [0, n) (out and in may not overlap); true when every out[i] is
+// finite. One pass: what a push stages is checked as it is written.
+bool scale_into_finite(float* out, const float* in, std::size_t n, float scale) noexcept;
 
 // DC-ASGD's compensated gradient: out[i] = g[i] + lambda * g[i]^2 * (now[i] - read[i]).
 void dc_correct(float* out, const float* g, const float* now, const float* read, std::size_t n, float lambda) noexcept;

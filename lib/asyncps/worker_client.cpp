@@ -80,10 +80,8 @@ void WorkerClient::push(std::span<const float> grad, float scale) {
   const auto t0 = Clock::now();
   // Plain MPI_Accumulate (no request objects on the hot path). Each piece (at most
   // chunk_bytes) is scaled into a small staging buffer that stays in cache, accumulated, and
-  // completed locally before the buffer is reused: one pass over the gradient, not two.
-  // (A ring of 4 staging slots with MPI_Raccumulate, so that scaling, sending and the server's
-  // adding overlap, measured no faster across hosts — 16 MiB at 2.0-2.1 GB/s either way, the
-  // limit is pt2pt's target side — and 2x slower on one node: not used.)
+  // completed locally before the buffer is reused: one pass over the gradient, not two
+  // (docs/DECISIONS.md "Large pushes": the pipelined ring measured against it).
   const std::size_t piece = std::min(m.chunk_floats, m.arena());
   m.push_buffer.resize(piece);
   float* scaled = m.push_buffer.data();
@@ -95,8 +93,7 @@ void WorkerClient::push(std::span<const float> grad, float scale) {
   if (m.arena() > piece && !detail::all_finite(grad.data(), grad.size()))
     throw ConfigError("WorkerClient::push: grad holds NaN or Inf (nothing was sent)");
   m.for_each_piece([&](int target, MPI_Aint disp, std::size_t off, int n) {
-    detail::scale_into(scaled, grad.data() + off, static_cast<std::size_t>(n), scale);  // scale * grad
-    if (!detail::all_finite(scaled, static_cast<std::size_t>(n)))
+    if (!detail::scale_into_finite(scaled, grad.data() + off, static_cast<std::size_t>(n), scale))  // scale * grad
       throw ConfigError("WorkerClient::push: scale * grad holds NaN or Inf in the piece from float " + std::to_string(off) +
                         (off == 0 ? " (nothing was sent)" : " (the pieces before it were applied)"));
     ASYNCPS_MPI_CHECK(MPI_Accumulate(scaled, n, MPI_FLOAT, target, disp, n, MPI_FLOAT, MPI_SUM, w));

@@ -64,9 +64,11 @@ struct WorkerClient::Impl {
   std::vector<float> push_buffer;           // blocking push's scale*grad, one piece at a time
 
   // Async/SSP steps (see docs/ARCHITECTURE.md "One step, one round trip"): begin_step claims
-  // its step and pulls in one go (one MPI_Rget_accumulate(SUM, +1) on [step, halt, done] next
-  // to the pulls: every request completes by data arriving, so no flush and one wait);
-  // end_step's push leaves with requests and completes inside the next begin_step's wait.
+  // its step and pulls in one go. By request (Wake progress): one MPI_Rget_accumulate(SUM, +1)
+  // on [step, halt, done, beat] next to the pulls, every request completed by its data, one
+  // wait, no flush; end_step's push leaves with requests, completed in the next begin_step's
+  // wait. By flush (Poll, one node): MPI_Fetch_and_op on the step, MPI_Get_accumulate on the
+  // rest, plain pulls and pushes, all completed by the flushes of finish_claim.
   std::int64_t claim_add[4] = {1, 0, 0, 0};
   std::int64_t claim_now[4] = {0, 0, 0, 0};    // [step before mine, halt, done, server 0's heartbeat]
   std::int64_t claim_next[4] = {0, 0, 0, 0};   // the same for the prefetched step (overlap)
@@ -156,11 +158,10 @@ struct WorkerClient::Impl {
 
   // push_stage = scale * grad. False when an element of it is NaN or Inf: that is what would be
   // pushed (a non-finite gradient, a non-finite scale, or a finite product that overflows float
-  // all show up here), checked by one vectorised pass over its bits.
+  // all show up here), checked in the same vectorised pass as the scaling.
   bool stage(std::span<const float> grad, float scale) {
     push_stage.resize(arena());
-    detail::scale_into(push_stage.data(), grad.data(), grad.size(), scale);  // scale * grad
-    return detail::all_finite(push_stage.data(), push_stage.size());
+    return detail::scale_into_finite(push_stage.data(), grad.data(), grad.size(), scale);  // scale * grad
   }
 
   // Claims one step (fetching [step, halt, done] before the +1) and pulls into `dst`; complete
@@ -298,8 +299,7 @@ struct WorkerClient::Impl {
     const auto t0 = Clock::now();
     const int buf = take_staging();
     float* scaled = staging[static_cast<std::size_t>(buf)].data();
-    detail::scale_into(scaled, grad.data(), grad.size(), scale);  // the update the servers add
-    if (!detail::all_finite(scaled, grad.size())) {
+    if (!detail::scale_into_finite(scaled, grad.data(), grad.size(), scale)) {  // the update the servers add
       free_staging.push_back(buf);
       throw ConfigError("WorkerClient::push_async: scale * grad holds NaN or Inf (nothing was sent)");
     }

@@ -71,37 +71,52 @@ void forward_generic(const float* x, const float* w, const float* bias, float* o
       }
 }
 
-// One SIMD vector per output pixel holds all CO channels (CO = 8 or 16; a 16-float vector is
-// one zmm register with AVX-512, two ymm otherwise). W % WB == 0, (H+2)*(W+2)*CI <= kMaxPad.
+// The CO channels of an output pixel are NV vectors of VW floats, VW the widest the target has:
+// one zmm for CO = 16 with AVX-512, two ymm with AVX2 (GCC lowers a 64-byte vector type through
+// the stack without AVX-512: 8x slower). W % WB == 0, (H+2)*(W+2)*CI <= kMaxPad.
+#ifdef __AVX512F__
+constexpr int kVecFloats = 16;
+#else
+constexpr int kVecFloats = 8;
+#endif
+
 template <int CI, int CO, int WB>
 void forward_fast(const float* x, const float* w, const float* bias, float* out, Conv3x3Dims d) {
-  typedef float vco __attribute__((vector_size(CO * sizeof(float))));  // (CO)
-  auto load = [](const float* p) { vco v; std::memcpy(&v, p, sizeof v); return v; };
+  constexpr int VW = CO < kVecFloats ? CO : kVecFloats;  // floats per vector
+  constexpr int NV = CO / VW;                             // vectors per pixel
+  static_assert(NV * VW == CO);
+  typedef float vec __attribute__((vector_size(VW * sizeof(float))));  // (VW)
+  auto load = [](const float* p) { vec v; std::memcpy(&v, p, sizeof v); return v; };
   const int H = d.H, W = d.W, Wp = W + 2;
   alignas(64) float xpad[kMaxPad];  // xpad is (H+2,W+2,CI), zero border
   std::fill_n(xpad, (H + 2) * Wp * CI, 0.0f);
-  const vco bv = load(bias);
+  vec bv[NV];  // bias as (NV,VW)
+  for (int v = 0; v < NV; ++v) bv[v] = load(bias + v * VW);
   for (int b = 0; b < d.B; ++b) {
     pad_copy(x + static_cast<long>(b) * H * W * CI, xpad, H, W, CI);
     float* ob = out + static_cast<long>(b) * H * W * CO;  // ob is (H,W,CO)
     for (int h = 0; h < H; ++h)
       for (int w0 = 0; w0 < W; w0 += WB) {
-        vco acc[WB];  // acc is (WB,CO): outputs (h, w0..w0+WB)
+        vec acc[WB][NV];  // acc is (WB,CO): outputs (h, w0..w0+WB)
 #pragma GCC unroll 16
-        for (int j = 0; j < WB; ++j) acc[j] = bv;  // acc = bias
+        for (int j = 0; j < WB; ++j)
+          for (int v = 0; v < NV; ++v) acc[j][v] = bv[v];  // acc = bias
         for (int kh = 0; kh < 3; ++kh)
           for (int kw = 0; kw < 3; ++kw) {
             const float* xr = xpad + ((h + kh) * Wp + w0 + kw) * CI;  // xr is (WB,CI), row-strided
             const float* wr = w + (kh * 3 + kw) * CI * CO;            // wr is (CI,CO)
             for (int ci = 0; ci < CI; ++ci) {
-              const vco wv = load(wr + ci * CO);  // w[kh,kw,ci,:]
+              vec wv[NV];  // w[kh,kw,ci,:]
+              for (int v = 0; v < NV; ++v) wv[v] = load(wr + ci * CO + v * VW);
 #pragma GCC unroll 16
-              for (int j = 0; j < WB; ++j) acc[j] += xr[j * CI + ci] * wv;  // acc[j] += x[j,ci] w[ci,:]
+              for (int j = 0; j < WB; ++j)
+                for (int v = 0; v < NV; ++v) acc[j][v] += xr[j * CI + ci] * wv[v];  // acc[j] += x[j,ci] w[ci,:]
             }
           }
         float* o = ob + (h * W + w0) * CO;
 #pragma GCC unroll 16
-        for (int j = 0; j < WB; ++j) std::memcpy(o + j * CO, &acc[j], sizeof(vco));
+        for (int j = 0; j < WB; ++j)
+          for (int v = 0; v < NV; ++v) std::memcpy(o + j * CO + v * VW, &acc[j][v], sizeof(vec));
       }
   }
 }
@@ -280,12 +295,20 @@ void backward_pooled_c1(const float* x, const std::int32_t* pool_idx, const floa
 
 bool pad_fits(const Conv3x3Dims& d) { return (d.H + 2) * (d.W + 2) * d.CI <= kMaxPad; }
 
+// Output pixels per block for CO = 16: the accumulators must stay in registers (AVX-512: 14 of 32
+// zmm; AVX2: 7 pixels x 2 ymm = 14 of 16).
+#ifdef __AVX512F__
+constexpr int kBlock16 = 14;
+#else
+constexpr int kBlock16 = 7;
+#endif
+
 }  // namespace
 
 void conv3x3_forward(const float* x, const float* w, const float* bias, float* out, Conv3x3Dims d) {
   if (pad_fits(d)) {
     if (d.CI == 1 && d.CO == 8 && d.W % 14 == 0) return forward_fast<1, 8, 14>(x, w, bias, out, d);
-    if (d.CI == 8 && d.CO == 16 && d.W % 14 == 0) return forward_fast<8, 16, 14>(x, w, bias, out, d);
+    if (d.CI == 8 && d.CO == 16 && d.W % kBlock16 == 0) return forward_fast<8, 16, kBlock16>(x, w, bias, out, d);
   }
   forward_generic(x, w, bias, out, d);
 }

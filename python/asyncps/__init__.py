@@ -51,15 +51,16 @@ from ._asyncps import (  # noqa: E402
     export_npy,
     list_checkpoints,
     read_checkpoint,
+    MODES,
+    PULL_METHODS,
+    SERVER_PROGRESS,
     __version__,
 )
-
-MODES = ("async", "sync", "ssp")
 
 __all__ = [
     "CheckpointError", "ConfigError", "Error", "Layout", "MpiError", "ParameterServer", "Session", "StallError",
     "StepEnd", "StepStart", "TensorInfo", "WorkerClient", "abort_job", "export_npy", "list_checkpoints",
-    "read_checkpoint", "abort_on_uncaught_exception", "MODES", "__version__",
+    "read_checkpoint", "abort_on_uncaught_exception", "MODES", "PULL_METHODS", "SERVER_PROGRESS", "__version__",
 ]
 
 # MPI_Init_thread(MPI_THREAD_FUNNELED) unless MPI is already up (mpi4py imported first: then

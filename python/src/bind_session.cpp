@@ -9,6 +9,7 @@
 
 #include "args.h"
 #include "asyncps/error.h"
+#include "asyncps/option_choices.h"
 #include "handles.h"
 
 namespace py = pybind11;
@@ -16,14 +17,23 @@ namespace py = pybind11;
 namespace asyncps_python {
 namespace {
 
+// A choice option (mode, pull, server_progress) by the library's names; its message otherwise.
 template <class E>
-E parse_choice(const std::string& value, const char* option, std::initializer_list<std::pair<const char*, E>> choices) {
-  std::string names;
-  for (const auto& [name, e] : choices) {
-    if (value == name) return e;
-    names += (names.empty() ? "" : ", ") + std::string(name);
+E choice_arg(py::handle value, const char* option) {
+  const std::string name = str_arg(value, "Session", option);
+  try {
+    return asyncps::parse_choice<E>(name, "Options::" + std::string(option));
+  } catch (const asyncps::ConfigError& e) {
+    throw asyncps::ConfigError(std::string("asyncps: Session: ") + e.what());
   }
-  throw asyncps::ConfigError("asyncps: Session: Options::" + std::string(option) + " '" + value + "': one of " + names);
+}
+
+// (choice_names<Mode>() == ("async", "sync", "ssp"): asyncps.MODES and friends)
+template <class E>
+py::tuple choice_names() {
+  py::list names;
+  for (const auto& c : asyncps::choices(E{})) names.append(c.name);
+  return py::tuple(names);
 }
 
 // MPI_COMM_WORLD, or an mpi4py intracommunicator (through its Fortran handle: no mpi4py
@@ -42,14 +52,7 @@ MPI_Comm communicator(const py::object& comm) {
   return c;
 }
 
-std::string mode_name(asyncps::Mode m) {
-  switch (m) {
-    case asyncps::Mode::Async: return "async";
-    case asyncps::Mode::Sync: return "sync";
-    case asyncps::Mode::Ssp: return "ssp";
-  }
-  return "?";
-}
+std::string mode_name(asyncps::Mode m) { return asyncps::name_of(m); }
 
 // A rank of the session: an integer in [0, size).
 int rank_arg(const SessionHandle& h, py::handle rank, const char* call) {
@@ -64,6 +67,10 @@ int rank_arg(const SessionHandle& h, py::handle rank, const char* call) {
 }  // namespace
 
 void bind_session(py::module_& m) {
+  const asyncps::Options kDefaults;
+  m.attr("MODES") = choice_names<asyncps::Mode>();
+  m.attr("PULL_METHODS") = choice_names<asyncps::PullMethod>();
+  m.attr("SERVER_PROGRESS") = choice_names<asyncps::ServerProgress>();
   py::class_<SessionHandle, std::shared_ptr<SessionHandle>>(
       m, "Session",
       "One training job's view of the ranks. Collective over the communicator: every rank creates it with\n"
@@ -89,17 +96,12 @@ void bind_session(py::module_& m) {
                  throw py::type_error("asyncps: Session: layout must be an asyncps.Layout (got " + type_name(layout_arg) +
                                       ")");
                o.num_servers = int_arg(num_servers, call, "num_servers");
-               o.mode = parse_choice<asyncps::Mode>(str_arg(mode, call, "mode"), "mode",
-                                                    {{"async", asyncps::Mode::Async},
-                                                     {"sync", asyncps::Mode::Sync},
-                                                     {"ssp", asyncps::Mode::Ssp}});
+               o.mode = choice_arg<asyncps::Mode>(mode, "mode");
                o.staleness = int_arg(staleness, call, "staleness");
                o.staleness_lr = bool_arg(staleness_lr, call, "staleness_lr");
                o.dc_lambda = float32_arg(dc_lambda, call, "dc_lambda");
                o.overlap = bool_arg(overlap, call, "overlap");
-               o.pull = parse_choice<asyncps::PullMethod>(
-                   str_arg(pull, call, "pull"), "pull",
-                   {{"get_accumulate", asyncps::PullMethod::GetAccumulate}, {"get", asyncps::PullMethod::Get}});
+               o.pull = choice_arg<asyncps::PullMethod>(pull, "pull");
                o.stall_timeout = double_arg(stall_timeout, call, "stall_timeout");
                o.timeline = str_arg(timeline, call, "timeline");
                if (auto d = optional_path_arg(checkpoint_dir, call, "checkpoint_dir")) o.checkpoint.dir = *d;
@@ -107,10 +109,7 @@ void bind_session(py::module_& m) {
                o.checkpoint.keep = int_arg(keep, call, "keep");
                if (auto r = optional_path_arg(restart_from, call, "restart_from")) o.checkpoint.restart_from = *r;
                o.checkpoint.restore = bool_arg(restore, call, "restore");
-               o.server_progress = parse_choice<asyncps::ServerProgress>(
-                   str_arg(server_progress, call, "server_progress"), "server_progress",
-                   {{"auto", asyncps::ServerProgress::Auto}, {"poll", asyncps::ServerProgress::Poll},
-                    {"wake", asyncps::ServerProgress::Wake}});
+               o.server_progress = choice_arg<asyncps::ServerProgress>(server_progress, "server_progress");
                o.server_poll_us = int_arg(server_poll_us, call, "server_poll_us");
                o.server_spin_us = int_arg(server_spin_us, call, "server_spin_us");
                o.wait_spin_us = int_arg(wait_spin_us, call, "wait_spin_us");
@@ -133,13 +132,18 @@ void bind_session(py::module_& m) {
              track(h);
              return h;
            }),
-           py::arg("layout"), py::arg("comm") = py::none(), py::kw_only(), py::arg("num_servers") = 1,
-           py::arg("mode") = "async", py::arg("staleness") = 0, py::arg("staleness_lr") = false,
-           py::arg("dc_lambda") = 0.0, py::arg("overlap") = false, py::arg("pull") = "get_accumulate",
-           py::arg("stall_timeout") = 60.0, py::arg("timeline") = "", py::arg("checkpoint_dir") = py::none(),
-           py::arg("save_secs") = 60.0, py::arg("keep") = 5, py::arg("restart_from") = py::none(),
-           py::arg("restore") = true, py::arg("server_progress") = "auto", py::arg("server_poll_us") = -1,
-           py::arg("server_spin_us") = 0, py::arg("wait_spin_us") = 50)
+           // every default is the C++ one (asyncps::Options{}), choices by the library's names
+           py::arg("layout"), py::arg("comm") = py::none(), py::kw_only(), py::arg("num_servers") = kDefaults.num_servers,
+           py::arg("mode") = asyncps::name_of(kDefaults.mode), py::arg("staleness") = kDefaults.staleness,
+           py::arg("staleness_lr") = kDefaults.staleness_lr, py::arg("dc_lambda") = static_cast<double>(kDefaults.dc_lambda),
+           py::arg("overlap") = kDefaults.overlap, py::arg("pull") = asyncps::name_of(kDefaults.pull),
+           py::arg("stall_timeout") = kDefaults.stall_timeout, py::arg("timeline") = kDefaults.timeline,
+           py::arg("checkpoint_dir") = py::none(), py::arg("save_secs") = kDefaults.checkpoint.save_secs,
+           py::arg("keep") = kDefaults.checkpoint.keep, py::arg("restart_from") = py::none(),
+           py::arg("restore") = kDefaults.checkpoint.restore,
+           py::arg("server_progress") = asyncps::name_of(kDefaults.server_progress),
+           py::arg("server_poll_us") = kDefaults.server_poll_us, py::arg("server_spin_us") = kDefaults.server_spin_us,
+           py::arg("wait_spin_us") = kDefaults.wait_spin_us)
       .def_property_readonly("rank", [](const SessionHandle& h) { return h.get("Session.rank").roles().rank; })
       .def_property_readonly("size", [](const SessionHandle& h) { return h.get("Session.size").roles().size; })
       .def_property_readonly("num_servers",

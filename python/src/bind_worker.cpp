@@ -3,7 +3,7 @@
 // One Python object holds the C++ layers a worker uses: WorkerClient (pull/push/claim, the
 // transport), StepLoop (begin_step/end_step: the mode, the non-finite guard, staleness) and
 // ShadowStore (store_shadow/load_shadow). Buffers are viewed, never copied; the GIL is released
-// during every call that enters MPI (property reads keep it: they never wait).
+// during every call that can wait for another rank (docs/PYTHON.md lists them).
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 

@@ -1,5 +1,7 @@
-// Proves: request-based pushes and pulls (tickets) complete and are exact; a push's gradient
-// buffer may be reused as soon as push_async returns; at most K operations are kept in flight.
+// Proves: request-based pushes and pulls (tickets) complete and are exact, also when waited on
+// out of order with the rest (a caller keeping at most 10 in flight, waiting on the oldest); a
+// push's gradient buffer may be reused as soon as push_async returns; a ticket already waited
+// on is refused.
 #include <catch2/catch.hpp>
 
 #include <deque>

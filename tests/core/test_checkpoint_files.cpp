@@ -310,7 +310,7 @@ TEST_CASE("a run that does not restore answers for exactly the files it could ov
   CHECK(detail::files_past(d.path, 9, 0, 2).empty());
 }
 
-// ---- bounded reads (issue 21, item 4) -------------------------------------------------------
+// ---- bounded reads -------------------------------------------------------
 
 namespace {
 

@@ -18,7 +18,8 @@ float increment(int w, std::size_t i) { return static_cast<float>((w + 1) * (sta
 
 TEST_CASE("accumulated pushes from every worker land exactly once", "[mpi][exactness]") {
   const std::size_t arena = test::env_size("ASYNCPS_TEST_ARENA", 1u << 20);
-  const std::size_t pushes = test::env_size("ASYNCPS_TEST_PUSHES", 10000);
+  // (under the sanitizers 500: each push's finiteness check reads the whole arena, instrumented)
+  const std::size_t pushes = test::env_size("ASYNCPS_TEST_PUSHES", test::sanitized() ? 500 : 10000);
   ParamLayout layout;
   layout.add("arena", {static_cast<std::int64_t>(arena)});
   Session session(MPI_COMM_WORLD, layout, {.num_servers = 1});

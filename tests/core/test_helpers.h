@@ -1,4 +1,4 @@
-// defines: env_size, world_rank, gather_to_all — small helpers shared by the MPI tests
+// defines: env_size, sanitized, world_rank, gather_to_all — small helpers shared by the MPI tests
 #pragma once
 #include <mpi.h>
 
@@ -11,6 +11,12 @@ namespace asyncps::test {
 inline std::size_t env_size(const char* name, std::size_t fallback) {
   const char* v = std::getenv(name);
   return v && *v ? static_cast<std::size_t>(std::stoull(v)) : fallback;
+}
+
+// True in a sanitizer build's tests (cmake/AsyncpsSanitizers.cmake): load-only loops run lighter.
+inline bool sanitized() {
+  const char* v = std::getenv("ASYNCPS_TEST_SANITIZED");
+  return v && *v && std::string(v) != "0";
 }
 
 inline int world_rank() {

@@ -10,6 +10,7 @@
 #include "asyncps/checkpoint.h"
 #include "asyncps/error.h"
 #include "asyncps/limits.h"
+#include "asyncps/option_choices.h"
 #include "asyncps/param_layout.h"
 #include "asyncps/session.h"
 #include "asyncps/stall_watch.h"
@@ -201,4 +202,32 @@ TEST_CASE("a Session without MPI is one clear error, not a crash", "[validation]
   ParamLayout layout;
   layout.add("w", {3});
   CHECK_THROWS_WITH(Session(MPI_COMM_WORLD, layout), Catch::Contains("MPI is not initialised"));
+}
+
+TEST_CASE("every choice of the Options enums has one name, parsed back to itself; others are refused by name",
+          "[validation][choices]") {
+  auto round_trips = [](auto e) {
+    using E = decltype(e);
+    int n = 0;
+    for (const Choice<E>& c : choices(E{})) {
+      CHECK(parse_choice<E>(c.name, "Options::x") == c.value);
+      CHECK(std::string(name_of(c.value)) == c.name);
+      ++n;
+    }
+    CHECK(choices(E{})[0].value == E{});  // the default first
+    return n;
+  };
+  CHECK(round_trips(Mode{}) == 3);
+  CHECK(round_trips(PullMethod{}) == 2);
+  CHECK(round_trips(ServerProgress{}) == 3);
+  CHECK(choice_list<Mode>() == "async, sync or ssp");
+  CHECK(choice_list<PullMethod>() == "get_accumulate or get");
+  try {
+    (void)parse_choice<Mode>("hogwild", "Options::mode");
+    FAIL("accepted");
+  } catch (const ConfigError& e) {
+    CHECK(std::string(e.what()) == "Options::mode must be async, sync or ssp, got 'hogwild'");
+  }
+  CHECK_THROWS_AS(parse_choice<ServerProgress>("Auto", "Options::server_progress"), ConfigError);  // case matters
+  CHECK_THROWS_AS(parse_choice<PullMethod>("", "Options::pull"), ConfigError);
 }

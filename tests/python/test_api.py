@@ -6,6 +6,7 @@ a Session also takes an mpi4py communicator; servers and workers close (never co
 serve()/finish() have freed the windows), a Session only after its server or worker, and closed
 objects refuse calls. (Hostile arguments to every call: test_hostile_args.py; the lifetime rule:
 test_lifetime.py.)"""
+import re
 import sys
 
 import numpy as np
@@ -52,8 +53,18 @@ other.add("w", (4, 8))
 other.add("b", (8,))
 check(other.hash == layout.hash, "same layout, same hash")
 
+# ---- the choices and defaults are the C++ library's (asyncps/option_choices.h, Options{})
+check(asyncps.MODES == ("async", "sync", "ssp"), "MODES from the library's table")
+check(asyncps.PULL_METHODS == ("get_accumulate", "get") and asyncps.SERVER_PROGRESS == ("auto", "poll", "wake"),
+      "PULL_METHODS, SERVER_PROGRESS from the library's table")
+sig = asyncps.Session.__init__.__doc__
+for name, default in (("mode", "'async'"), ("stall_timeout", "60.0"), ("keep", "5"), ("wait_spin_us", "50"),
+                      ("server_progress", "'auto'"), ("server_poll_us", "-1"), ("save_secs", "60.0")):
+    check(re.search(r"\b%s: \w+ = %s(?=[,)])" % (name, re.escape(default)), sig) is not None,
+          "Session's signature shows the C++ default %s = %s" % (name, default))
+
 # ---- option errors are raised on every rank alike (nobody hangs)
-raises(asyncps.ConfigError, lambda: asyncps.Session(layout, mode="hogwild"), "Options::mode 'hogwild'")
+raises(asyncps.ConfigError, lambda: asyncps.Session(layout, mode="hogwild"), "Options::mode must be async, sync or ssp, got 'hogwild'")
 raises(TypeError, lambda: asyncps.Session(layout, comm=42), "mpi4py intracommunicator")
 
 session = asyncps.Session(layout, num_servers=1, mode="async", stall_timeout=30)

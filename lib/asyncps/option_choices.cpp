@@ -1,0 +1,25 @@
+// defines: the name tables of asyncps/option_choices.h
+#include "asyncps/option_choices.h"
+
+namespace asyncps {
+
+std::span<const Choice<Mode>> choices(Mode) {
+  static constexpr Choice<Mode> kAll[] = {{"async", Mode::Async}, {"sync", Mode::Sync}, {"ssp", Mode::Ssp}};
+  static_assert(Mode{} == Mode::Async);  // the default first
+  return kAll;
+}
+
+std::span<const Choice<PullMethod>> choices(PullMethod) {
+  static constexpr Choice<PullMethod> kAll[] = {{"get_accumulate", PullMethod::GetAccumulate}, {"get", PullMethod::Get}};
+  static_assert(PullMethod{} == PullMethod::GetAccumulate);
+  return kAll;
+}
+
+std::span<const Choice<ServerProgress>> choices(ServerProgress) {
+  static constexpr Choice<ServerProgress> kAll[] = {
+      {"auto", ServerProgress::Auto}, {"poll", ServerProgress::Poll}, {"wake", ServerProgress::Wake}};
+  static_assert(ServerProgress{} == ServerProgress::Auto);
+  return kAll;
+}
+
+}  // namespace asyncps
