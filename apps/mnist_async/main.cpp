@@ -30,8 +30,7 @@ int main(int argc, char** argv) {
     mnist_async::check_writable_dir(config->logdir, "--logdir");  // every rank: its host's logdir
     if (!config->export_dir.empty() && rank == config->library.num_servers)  // the chief exports at the end: fail now
       mnist_async::check_writable_dir(config->export_dir, "--export_dir");
-    const asyncps::Options options = mnist_async::to_options(*config);
-    asyncps::Session session(MPI_COMM_WORLD, mnist_async::mnist_layout(), options);
+    asyncps::Session session(MPI_COMM_WORLD, mnist_async::mnist_layout(), config->library);
     // exit code 3 on every rank when a worker halted the job (--halt_on_nonfinite)
     return session.roles().is_server() ? mnist_async::run_server(*config, session)
                                        : mnist_async::run_worker(*config, session);

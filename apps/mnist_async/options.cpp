@@ -68,7 +68,7 @@ void validate(const Config& c) {
   require(std::isfinite(c.momentum) && c.momentum >= 0 && c.momentum < 1,
           "--momentum must be in [0, 1), got " + show(c.momentum));
   // what the library takes is checked by the library, once (with_flag_names names the flags)
-  asyncps::validate(to_options(c));
+  asyncps::validate(c.library);
 }
 
 // A flag for one of the library's enum options: its names, its default and the error for any
@@ -106,13 +106,6 @@ std::string read_config_file(const std::string& path) {
 }
 
 }  // namespace
-
-asyncps::Options to_options(const Config& c) {
-  asyncps::Options o = c.library;
-  o.checkpoint.dir = c.logdir;
-  o.checkpoint.restore = !c.no_restore;
-  return o;
-}
 
 std::string with_flag_names(std::string_view library_message) {
   static const std::pair<const char*, const char*> kNames[] = {  // longest first
@@ -164,7 +157,9 @@ std::optional<Config> parse_config(int argc, char** argv, bool print_help) {
     ("training_steps", po::value(&c.training_steps)->default_value(c.training_steps), "global steps to train")
     ("moving_average_decay", po::value(&c.moving_average_decay)->default_value(c.moving_average_decay),
      "EMA decay kept by the chief (warm-up min(decay, (1+n)/(10+n)))")
-    ("logdir", po::value(&c.logdir)->default_value(c.logdir), "where metrics.jsonl (and checkpoints) go")
+    ("logdir",
+     po::value(&c.logdir)->default_value(c.logdir)->notifier([&lib](const std::string& d) { lib.checkpoint.dir = d; }),
+     "where metrics.jsonl (and checkpoints) go")
     ("data_dir", po::value(&c.data_dir)->default_value(c.data_dir), "directory with the four MNIST IDX files (make data)")
     ("ps", po::value(&lib.num_servers)->default_value(lib.num_servers), "number of parameter-server ranks")
     ("seed", po::value(&c.seed)->default_value(c.seed), "seed of the initial parameters and of the data order")
@@ -199,7 +194,8 @@ std::optional<Config> parse_config(int argc, char** argv, bool print_help) {
     ("keep_checkpoints", po::value(&lib.checkpoint.keep)->default_value(lib.checkpoint.keep), "newest checkpoints kept")
     ("restart_from", po::value<std::string>()->notifier([&lib](const std::string& v) { lib.checkpoint.restart_from = v; }),
      "start from this checkpoint index (default: the newest valid one in --logdir)")
-    ("no_restore", po::bool_switch(&c.no_restore), "do not resume from the checkpoints in --logdir (they are kept)")
+    ("no_restore", po::bool_switch()->notifier([&lib](bool no) { lib.checkpoint.restore = !no; }),
+     "do not resume from the checkpoints in --logdir (they are kept)")
     ("overlap", po::bool_switch(&lib.overlap),
      "async: the next step's claim and pull fly while this gradient is computed, and the push while the next one is "
      "(one step more staleness); ssp: the push only")

@@ -10,8 +10,10 @@
 
 namespace mnist_async {
 
-// The app's own flags; every option of the library is bound to its flag in `library` (its
-// defaults, ranges and choice names are the library's: asyncps/session.h, option_choices.h).
+// The app's own flags, and in `library` every option of the library its flags set (bound to
+// them: the defaults, ranges and choice names are the library's, asyncps/session.h and
+// option_choices.h). --logdir also sets library.checkpoint.dir, --no_restore clears
+// library.checkpoint.restore; Options::chunk_bytes has no flag (the default).
 struct Config {
   int batch_size = 128;
   double learning_rate = 0.01;
@@ -31,7 +33,6 @@ struct Config {
   double eval_target = 0.91;      // ... and reports when test accuracy first reached this
   double momentum = 0.9;
   double straggler_ms = 0;        // experiments: the last worker sleeps this long every step
-  bool no_restore = false;        // library.checkpoint.restore = !no_restore
   bool halt_on_nonfinite = false;
   std::string export_dir;
   bool eval_only = false;
@@ -44,9 +45,6 @@ struct Config {
 // this program's flags (--ps, ...), for the lines a user of mnist_async reads.
 std::string with_flag_names(std::string_view library_message);
 
-// The library's Options as the flags give them: `library`, with the checkpoint directory and
-// restore choice of --logdir and --no_restore (the library validates them).
-asyncps::Options to_options(const Config& c);
 
 // Parses and validates argv (the flags the library takes through asyncps::validate). Returns nullopt after printing --help (the caller exits 0).
 // Throws asyncps::ConfigError with one line naming the bad flag.

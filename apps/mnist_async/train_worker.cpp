@@ -14,7 +14,6 @@
 #include <thread>
 #include <vector>
 
-#include "asyncps/option_choices.h"
 #include "asyncps/asyncps.h"
 #include "metrics_log.h"
 #include "mnist/batcher.h"

@@ -1,7 +1,7 @@
 // defines: asyncps::detail::scale_into_finite, dc_correct, all_finite
 // The library's only loops over whole gradients (staging scale * grad before a push, and the
 // non-finite guard on what is pushed). libasyncps is built for plain x86-64 (no -march: the
-// installed library runs on any x86-64 CPU); these two are compiled several times (GCC's
+// installed library runs on any x86-64 CPU); these are compiled several times (GCC's
 // target_clones: AVX-512F, AVX2, baseline) and the dynamic loader picks the best clone for the
 // CPU it runs on (an ifunc), so staging keeps the speed -march=native gave it.
 #pragma once

@@ -71,9 +71,9 @@ void forward_generic(const float* x, const float* w, const float* bias, float* o
       }
 }
 
-// The CO channels of an output pixel are NV vectors of VW floats, VW the widest the target has:
-// one zmm for CO = 16 with AVX-512, two ymm with AVX2 (GCC lowers a 64-byte vector type through
-// the stack without AVX-512: 8x slower). W % WB == 0, (H+2)*(W+2)*CI <= kMaxPad.
+// The CO channels of an output pixel are NV vectors of VW floats: 16 with AVX-512 (one zmm for
+// CO = 16), else 8 (two ymm with AVX2; GCC lowers a 64-byte vector type through the stack
+// without AVX-512: 8x slower. A build without AVX splits 8 floats into two SSE registers). W % WB == 0, (H+2)*(W+2)*CI <= kMaxPad.
 #ifdef __AVX512F__
 constexpr int kVecFloats = 16;
 #else

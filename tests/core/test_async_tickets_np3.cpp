@@ -1,7 +1,7 @@
-// Proves: request-based pushes and pulls (tickets) complete and are exact, also when waited on
-// out of order with the rest (a caller keeping at most 10 in flight, waiting on the oldest); a
-// push's gradient buffer may be reused as soon as push_async returns; a ticket already waited
-// on is refused.
+// Proves: request-based pushes and pulls (tickets) complete and are exact when a caller keeps
+// at most 11 in flight, waiting on the oldest, and completes the rest with wait_all; a push's
+// gradient buffer may be reused as soon as push_async returns; a ticket already waited on is
+// refused.
 #include <catch2/catch.hpp>
 
 #include <deque>

@@ -12,8 +12,10 @@ namespace {
 struct ConvCase {
   int B, H, W, CI, CO;
 };
-// The model's two shapes (fast paths) and odd shapes (generic path).
-const ConvCase kCases[] = {{2, 28, 28, 1, 8}, {2, 14, 14, 8, 16}, {3, 5, 7, 3, 5}, {2, 6, 4, 8, 16}};
+// The model's two shapes (fast paths), widths 7 and 21 with CI 8 / CO 16 (the fast path in 7-pixel
+// blocks without AVX-512, the generic path with it), and odd shapes (generic path).
+const ConvCase kCases[] = {{2, 28, 28, 1, 8}, {2, 14, 14, 8, 16}, {1, 7, 7, 8, 16},
+                           {2, 6, 21, 8, 16}, {3, 5, 7, 3, 5},   {2, 6, 4, 8, 16}};
 
 std::size_t sz(int B, int H, int W, int C) { return static_cast<std::size_t>(B) * H * W * C; }
 

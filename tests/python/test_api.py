@@ -60,7 +60,7 @@ check(asyncps.PULL_METHODS == ("get_accumulate", "get") and asyncps.SERVER_PROGR
 sig = asyncps.Session.__init__.__doc__
 for name, default in (("mode", "'async'"), ("stall_timeout", "60.0"), ("keep", "5"), ("wait_spin_us", "50"),
                       ("server_progress", "'auto'"), ("server_poll_us", "-1"), ("save_secs", "60.0")):
-    check(re.search(r"\b%s: \w+ = %s(?=[,)])" % (name, re.escape(default)), sig) is not None,
+    check(re.search(r"\b%s: [\w.]+ = %s(?=[,)])" % (name, re.escape(default)), sig) is not None,
           "Session's signature shows the C++ default %s = %s" % (name, default))
 
 # ---- option errors are raised on every rank alike (nobody hangs)
