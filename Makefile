@@ -1,7 +1,7 @@
 # The two commands of the README:
 #   make run    set up what is missing, build, and train the MNIST job (1 server + 1 worker)
 #   make test   set up what is missing, build, and run every test with ctest
-# Other targets: make deps | data | build | bench | convergence | bench-python | sanitize | fuzz | clean.
+# Other targets: make deps | test-deps | data | build | bench | convergence | bench-python | sanitize | fuzz | clean.
 # Variables: BUILD, NP, HOSTFILE, CMAKE_ARGS, ASAN_BUILD, FUZZ_BUILD, FUZZ_SECONDS.
 BUILD    ?= build
 ASAN_BUILD   ?= build-asan
@@ -17,11 +17,16 @@ JOBS     ?= $(shell nproc)
 export OMPI_ALLOW_RUN_AS_ROOT := 1
 export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM := 1
 
-.PHONY: all deps data configure build test run bench convergence bench-python sanitize fuzz clean
+.PHONY: all deps test-deps data configure build test run bench convergence bench-python sanitize fuzz clean
 all: build
 
+# deps: what the build and the C++ job need; test-deps: also what the tests run (PyTorch, mpi4py,
+# numpy, the network tools of the multi-host tests)
 deps:
 	@scripts/install-deps.sh
+
+test-deps:
+	@scripts/install-deps.sh --tests
 
 data: deps
 	@scripts/fetch-mnist.sh data/mnist
@@ -36,7 +41,7 @@ configure: deps $(BUILD)/CMakeCache.txt
 build: configure
 	cmake --build $(BUILD) -j $(JOBS)
 
-test: data build
+test: data build test-deps
 	cd $(BUILD) && ctest --output-on-failure --timeout 900
 
 # The demo's logdir is scratch (a fresh run each time); mnist_async itself resumes from the
@@ -56,12 +61,13 @@ convergence: data build
 	/usr/bin/python3 bench/convergence.py --build $(BUILD)
 
 bench-python: data build
+	@scripts/install-deps.sh --bench
 	bench/python.sh $(BUILD)
 
 # ASan + UBSan (GCC): everything built with ASYNCPS_SANITIZE=address,undefined in $(ASAN_BUILD),
 # every test run under it; any sanitizer report fails (README "Sanitizers and fuzzers"). The CNN
 # kernels for this machine, as in `make test` (the training tests' time limits assume it).
-sanitize: data
+sanitize: data test-deps
 	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DASYNCPS_SANITIZE=address,undefined \
 	  -DASYNCPS_NATIVE=ON -DASYNCPS_WITH_CUDA=OFF -DASYNCPS_BUILD_BENCH=OFF $(CMAKE_ARGS)
 	cmake --build $(ASAN_BUILD) -j $(JOBS)

