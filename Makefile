@@ -52,7 +52,7 @@ run: data build
 
 bench: data build
 	@scripts/install-deps.sh --bench
-	scripts/run-bench.sh $(BUILD)
+	bench/run-bench.sh $(BUILD)
 
 # accuracy under asynchrony (docs/CONVERGENCE.md), about 20 minutes; the Python binding's
 # overhead and the PyTorch example next to PyTorch Hogwild (docs/PYTHON.md)

@@ -439,7 +439,7 @@ def main():
             sys.exit(f"convergence: {exe} is missing (make build)")
         args.openblas_dir = None
         if not args.no_torch:
-            p = subprocess.run([os.path.join(ROOT, "scripts", "setup-openblas.sh")], stdout=subprocess.PIPE,
+            p = subprocess.run([os.path.join(ROOT, "bench", "setup-openblas.sh")], stdout=subprocess.PIPE,
                                stderr=subprocess.DEVNULL, text=True)
             args.openblas_dir = p.stdout.strip() if p.returncode == 0 else None
         done = set()

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Reads what scripts/run-bench.sh wrote into RESULTS and prints the target table.
+"""Reads what bench/run-bench.sh wrote into RESULTS and prints the target table.
 
 Writes RESULTS/summary.json (every parsed number), RESULTS/summary.csv (one row per target)
 and RESULTS/summary.txt (the table printed on stdout). Usage: summarize.py RESULTS_DIR
@@ -108,7 +108,7 @@ def add(target, what, value, goal, ok, cmd, fmt="{:.2f}x"):
 MPI = "mpirun --oversubscribe --hostfile hostfiles/localhost"
 MN = ("build/bin/mnist_async --data_dir data/mnist --verbose --save_secs 0 --no_restore --logdir /tmp/x "
       "--training_steps 1000 --batch_size 128")
-TB = ("LD_LIBRARY_PATH=$(scripts/setup-openblas.sh) OPENBLAS_NUM_THREADS=1 /usr/bin/python3 bench/torch_mnist.py "
+TB = ("LD_LIBRARY_PATH=$(bench/setup-openblas.sh) OPENBLAS_NUM_THREADS=1 /usr/bin/python3 bench/torch_mnist.py "
       "--threads 1 --channels_last")
 TI = "/usr/bin/python3 bench/torch_mnist.py --threads 1"
 

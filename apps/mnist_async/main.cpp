@@ -10,7 +10,10 @@
 
 #include "asyncps/asyncps.h"
 #include "options.h"
+#include "evaluate.h"
+#include "server.h"
 #include "train_worker.h"
+#include "writable_dir.h"
 
 int main(int argc, char** argv) {
   asyncps::MpiEnvironment mpi(&argc, &argv);

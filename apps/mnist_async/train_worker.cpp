@@ -1,12 +1,7 @@
-// defines: mnist_layout, run_server, run_worker
+// defines: mnist_layout, run_worker
 #include "train_worker.h"
 
-#include <sys/resource.h>
-#include <unistd.h>
-
-#include <cerrno>
 #include <chrono>
-#include <cstring>
 #include <filesystem>
 #include <cstdio>
 #include <memory>
@@ -23,13 +18,12 @@
 #include "nn/mnist_cnn_layout.h"
 #include "momentum.h"
 #include "schedule.h"
+#include "evaluate.h"
+#include "process_stats.h"
 
 namespace mnist_async {
 
 namespace {
-
-using Clock = std::chrono::steady_clock;
-double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 // TF1's mnist.train.num_examples is 55,000 but the tutorial decays over 60000/batch steps.
 constexpr double kDecayExamples = 60000.0;
@@ -43,23 +37,6 @@ void add_l2(const asyncps::ParamLayout& layout, double l2, std::span<const float
   }
 }
 
-double cpu_seconds() {  // user + system CPU time of this process
-  rusage u{};
-  getrusage(RUSAGE_SELF, &u);
-  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
-         1e-6 * static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
-}
-
-double peak_rss_mb() {
-  rusage u{};
-  getrusage(RUSAGE_SELF, &u);
-  return static_cast<double>(u.ru_maxrss) / 1024.0;  // Linux reports kilobytes
-}
-
-struct Accuracy {
-  double validation = 0, test = 0;
-};
-
 // The chief's model every --eval_every global steps, evaluated after training (off the
 // critical path: a copy per snapshot, no evaluation while the job trains).
 struct Snapshot {
@@ -68,79 +45,9 @@ struct Snapshot {
   std::vector<float> params, shadow;
 };
 
-Accuracy evaluate(asyncps::nn::Backend& backend, const asyncps::mnist::Mnist& data, std::span<const float> params) {
-  Accuracy a;
-  a.validation = static_cast<double>(count_correct(backend, params, data.validation.images, data.validation.labels)) /
-                 static_cast<double>(data.validation.size());
-  a.test = static_cast<double>(count_correct(backend, params, data.test.images, data.test.labels)) /
-           static_cast<double>(data.test.size());
-  return a;
-}
-
 }  // namespace
 
 asyncps::ParamLayout mnist_layout() { return asyncps::nn::mnist_cnn_layout(); }
-
-void check_writable_dir(const std::string& dir, const char* flag) {
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) throw asyncps::ConfigError(std::string(flag) + " " + dir + ": cannot create it: " + ec.message());
-  const auto probe = std::filesystem::path(dir) / (".write-test-" + std::to_string(::getpid()));
-  std::FILE* f = std::fopen(probe.c_str(), "w");
-  if (!f) throw asyncps::ConfigError(std::string(flag) + " " + dir + ": cannot write in it: " + std::strerror(errno));
-  std::fclose(f);
-  std::filesystem::remove(probe, ec);
-}
-
-int run_server(const Config& config, asyncps::Session& session) {
-  std::vector<float> initial(session.layout().size());
-  asyncps::nn::glorot_uniform_init(initial, static_cast<std::uint64_t>(config.seed));  // every server draws the same arena
-  asyncps::ParameterServer server(session, initial);
-  const auto t0 = Clock::now();
-  const double cpu0 = cpu_seconds();
-  server.serve();
-  if (config.verbose)
-    std::printf("server %d: %.3f s of CPU over %.2f s serving (%.2f%% of a core), %llu polls, %llu wake-ups; peak RSS "
-                "%.1f MB\n",
-                session.roles().rank, cpu_seconds() - cpu0, since(t0), 100.0 * (cpu_seconds() - cpu0) / since(t0),
-                static_cast<unsigned long long>(server.polls()), static_cast<unsigned long long>(server.wakeups()),
-                peak_rss_mb());
-  if (!server.saved_checkpoint().empty())
-    std::printf("asyncps: saved %s (global step %lld)\n", server.saved_checkpoint().c_str(),
-                static_cast<long long>(server.final_step()));
-  std::fflush(stdout);
-  return server.halted() ? 3 : 0;
-}
-
-int run_eval(const Config& config) {
-  const auto layout = mnist_layout();
-  std::filesystem::path index = config.checkpoint;
-  if (index.empty()) {
-    const auto all = asyncps::list_checkpoints(config.logdir);
-    if (all.empty()) throw asyncps::ConfigError("--eval_only: no checkpoint in " + config.logdir + " (pass --checkpoint)");
-    index = all.front();
-  }
-  const auto ckpt = asyncps::read_checkpoint(index, layout);
-  const auto data = [&] {
-    asyncps::StallWatch watch(asyncps::watch_timeout(config.library.stall_timeout), "reading the MNIST data in " + config.data_dir);
-    return asyncps::mnist::load_mnist(config.data_dir);
-  }();
-  auto backend = make_backend(config.device, 1000, 0);
-  const Accuracy plain = evaluate(*backend, data, ckpt.params);
-  std::printf("%s (global step %lld): validation accuracy %.4f, test accuracy %.4f", index.c_str(),
-              static_cast<long long>(ckpt.global_step), plain.validation, plain.test);
-  if (!ckpt.shadow.empty()) {
-    const Accuracy averaged = evaluate(*backend, data, ckpt.shadow);
-    std::printf("; EMA: validation %.4f, test %.4f", averaged.validation, averaged.test);
-  }
-  std::printf("\n");
-  if (!config.export_dir.empty()) {
-    asyncps::export_npy(config.export_dir, layout, ckpt.params);
-    if (!ckpt.shadow.empty()) asyncps::export_npy(std::filesystem::path(config.export_dir) / "ema", layout, ckpt.shadow);
-    std::printf("exported to %s\n", config.export_dir.c_str());
-  }
-  return 0;
-}
 
 int run_worker(const Config& config, asyncps::Session& session) {
   const asyncps::Roles& roles = session.roles();

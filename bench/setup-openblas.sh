@@ -3,7 +3,7 @@
 # touching the system: `apt-get download` the .deb into build/openblas/ and `dpkg -x` it there.
 # Prints the directory that holds its libblas.so.3; run torch with
 #   LD_LIBRARY_PATH=<that dir> OPENBLAS_NUM_THREADS=1 /usr/bin/python3 bench/torch_mnist.py ...
-# Usage: scripts/setup-openblas.sh [DEST=build/openblas]   (idempotent; exit 1 if it cannot)
+# Usage: bench/setup-openblas.sh [DEST=build/openblas]   (idempotent; exit 1 if it cannot)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dest=${1:-build/openblas}

@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
-"""Plots what scripts/run-bench.sh measured (matplotlib, Agg backend).
+"""Plots what bench/run-bench.sh measured (matplotlib, Agg backend).
 
   rma_bandwidth.png  bandwidth vs size: push / pull (MPI_Get_accumulate, MPI_Get) through the
                      library, raw lock/unlock accumulate, aggregate push of 2 and 3 workers,
                      with local memcpy and axpy (one core) as limit lines
   throughput.png     samples/s vs workers: mnist_async vs PyTorch (CPU, 1 thread per process)
 
-Usage: scripts/plot-bench.py [RESULTS_DIR=build/bench-results] [OUT_DIR=docs]
+Usage: bench/plot-bench.py [RESULTS_DIR=build/bench-results] [OUT_DIR=docs]
 """
 import csv
 import json

@@ -6,11 +6,11 @@
 #   4. PyTorch: as installed (1 thread); channels_last + private OpenBLAS (1 thread);
 #      Hogwild with 2 processes (channels_last + OpenBLAS, 1 thread each)
 #   5. bench/summarize.py: build/bench-results/summary.{json,csv,txt}, the target table
-#   6. scripts/plot-bench.py: rma_bandwidth.png and throughput.png into the results directory
+#   6. bench/plot-bench.py: rma_bandwidth.png and throughput.png into the results directory
 #   7. bench/multihost.sh: mnist_async across the simulated hosts next to one host (1+1, 1+2,
 #      2+2, with and without --overlap), server CPU, push/pull across hosts, TCP's own limit;
 #      its table, multihost.csv and multihost.png go to <results>/multihost (SKIP_MULTIHOST=1)
-# Usage: scripts/run-bench.sh [BUILD_DIR=build]
+# Usage: bench/run-bench.sh [BUILD_DIR=build]
 # Environment: REPEATS (mnist_async and torch runs per configuration, median kept; default 3),
 #   RESULTS (default <BUILD_DIR>/bench-results), DATA_DIR (default data/mnist),
 #   LOAD_MAX (wait until the 1-minute load is below it before starting; default 1.0),
@@ -129,7 +129,7 @@ run_mnist mnist_w3 3
 
 # ---------------------------------------------------------------- 4. PyTorch
 if [[ -z ${SKIP_TORCH:-} ]] && $PY -c 'import torch' 2>/dev/null; then
-  OPENBLAS_DIR=$(scripts/setup-openblas.sh 2>"$RESULTS/setup-openblas.log") || OPENBLAS_DIR=""
+  OPENBLAS_DIR=$(bench/setup-openblas.sh 2>"$RESULTS/setup-openblas.log") || OPENBLAS_DIR=""
   run_torch() {  # name env-prefix... -- args...
     local name=$1; shift
     for r in $(seq 1 "$REPEATS"); do
@@ -166,5 +166,5 @@ fi
 section "summary"
 echo "wall,$(( $(date +%s) - T0 ))" > "$RESULTS/wall.csv"
 $PY bench/summarize.py "$RESULTS"
-$PY scripts/plot-bench.py "$RESULTS" "$RESULTS" || echo "run-bench: plotting failed (matplotlib missing?)"
+$PY bench/plot-bench.py "$RESULTS" "$RESULTS" || echo "run-bench: plotting failed (matplotlib missing?)"
 echo "run-bench: results in $RESULTS ($(( $(date +%s) - T0 )) s)"
