@@ -12,7 +12,7 @@
 
 #include "asyncps/error.h"
 #include "asyncps/limits.h"
-#include "asyncps_internal/checkpoint_format.h"
+#include "asyncps_internal/checkpoint/checkpoint_format.h"
 #include "fuzz_common.h"
 
 namespace {

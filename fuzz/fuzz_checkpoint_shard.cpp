@@ -11,7 +11,7 @@
 #include <string>
 
 #include "asyncps/error.h"
-#include "asyncps_internal/checkpoint_format.h"
+#include "asyncps_internal/checkpoint/checkpoint_format.h"
 #include "fuzz_common.h"
 
 namespace {

@@ -9,7 +9,7 @@
 #include <string>
 
 #include "asyncps/param_layout.h"
-#include "asyncps_internal/checkpoint_format.h"
+#include "asyncps_internal/checkpoint/checkpoint_format.h"
 
 namespace asyncps_fuzz {
 

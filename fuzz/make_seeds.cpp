@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "asyncps_internal/checkpoint_format.h"
+#include "asyncps_internal/checkpoint/checkpoint_format.h"
 #include "fuzz_common.h"
 
 namespace fs = std::filesystem;

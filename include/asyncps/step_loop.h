@@ -23,6 +23,7 @@
 //        worker's clock - staleness, then claims and pulls; end_step is async's plus a clock tick.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 
@@ -30,6 +31,10 @@
 #include "asyncps/worker_client.h"
 
 namespace asyncps {
+
+namespace detail {
+class StepMode;  // the mode's strategy (lib/asyncps/worker/step_modes.h)
+}
 
 // What begin_step() hands the model: the parameters were pulled at (about) global_step.
 struct StepStart {
@@ -47,7 +52,12 @@ struct StepEnd {
 
 class StepLoop {
  public:
-  explicit StepLoop(WorkerClient& worker);  // one per WorkerClient; it must outlive this
+  // One per WorkerClient, which must outlive it. Destroyed before the worker drains, it first
+  // completes what it has in flight (a prefetched claim is given back).
+  explicit StepLoop(WorkerClient& worker);
+  ~StepLoop();
+  StepLoop(const StepLoop&) = delete;
+  StepLoop& operator=(const StepLoop&) = delete;
 
   // Returns nothing once the global step has reached `limit` (or a worker halted); in
   // async/ssp the step it returns is already this worker's, so end_step always lands.
@@ -70,6 +80,7 @@ class StepLoop {
 
  private:
   WorkerClient& worker_;
+  std::unique_ptr<detail::StepMode> mode_;  // its state: one strategy per Options::mode
 };
 
 }  // namespace asyncps

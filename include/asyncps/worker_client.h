@@ -33,6 +33,10 @@
 
 namespace asyncps {
 
+namespace detail {
+class WorkerTransport;  // the library's own (lib/asyncps/worker/worker_transport.h)
+}
+
 using Ticket = std::int64_t;
 
 struct WorkerStats {
@@ -85,11 +89,12 @@ class WorkerClient {
   const WorkerStats& stats() const noexcept;
   int worker_index() const noexcept;
 
+  // What the library's layers above the transport (StepLoop, ShadowStore) build on: the
+  // windows' channel, the control block, the statistics. An opaque type outside the library.
+  detail::WorkerTransport& transport() noexcept;
+
  private:
-  friend class StepLoop;     // the step policy on top of this transport (asyncps/step_loop.h)
-  friend class ShadowStore;  // the EMA helper (asyncps/shadow_store.h)
-  struct Impl;
-  std::unique_ptr<Impl> impl_;
+  std::unique_ptr<detail::WorkerTransport> impl_;
 };
 
 }  // namespace asyncps

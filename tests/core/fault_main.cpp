@@ -37,7 +37,7 @@
 #include <cstdio>
 #include <vector>
 
-#include "asyncps_internal/window.h"
+#include "asyncps_internal/transport/window.h"
 #include "asyncps/asyncps.h"
 
 namespace {

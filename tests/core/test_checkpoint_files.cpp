@@ -21,8 +21,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "asyncps_internal/checkpoint_format.h"
-#include "asyncps_internal/checkpointer.h"
+#include "asyncps_internal/checkpoint/checkpoint_format.h"
+#include "asyncps_internal/checkpoint/checkpointer.h"
 #include "asyncps/checkpoint.h"
 #include "asyncps/error.h"
 #include "asyncps/limits.h"

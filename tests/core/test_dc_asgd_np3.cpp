@@ -12,7 +12,7 @@
 #include "asyncps/parameter_server.h"
 #include "asyncps/step_loop.h"
 #include "asyncps/worker_client.h"
-#include "asyncps_internal/vector_ops.h"
+#include "asyncps_internal/core/vector_ops.h"
 
 using namespace asyncps;
 

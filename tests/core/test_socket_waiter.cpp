@@ -12,7 +12,7 @@
 #include <chrono>
 #include <thread>
 
-#include "asyncps_internal/socket_waiter.h"
+#include "asyncps_internal/transport/socket_waiter.h"
 
 using asyncps::detail::SocketWaiter;
 using Clock = std::chrono::steady_clock;

@@ -1,0 +1,483 @@
+// defines: restore_checkpoint, ServerCheckpointer, finish_job
+#include "checkpoint/checkpointer.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <thread>
+#include <utility>
+
+#include "asyncps/error.h"
+#include "asyncps/log.h"
+#include "asyncps/stall_watch.h"
+#include "core/check.h"
+#include "checkpoint/checkpoint_format.h"
+#include "transport/string_collectives.h"
+
+namespace asyncps::detail {
+
+namespace {
+
+// A list of strings packed as (u64 length, bytes)*.
+std::string pack(const std::vector<std::string>& items) {
+  std::string out;
+  for (const auto& it : items) {
+    const std::uint64_t n = it.size();
+    out.append(reinterpret_cast<const char*>(&n), 8);
+    out += it;
+  }
+  return out;
+}
+std::vector<std::string> unpack(const std::string& s) {
+  std::vector<std::string> out;
+  for (std::size_t pos = 0; pos + 8 <= s.size();) {
+    std::uint64_t n;
+    std::memcpy(&n, s.data() + pos, 8);
+    if (n > s.size() - pos - 8) break;  // (never: pack wrote it; but no length is trusted to fit)
+    out.push_back(s.substr(pos + 8, n));
+    pos += 8 + n;
+  }
+  return out;
+}
+
+// The message of a failure that names `file`: the library's errors name it already.
+std::string naming(const std::exception& e, const fs::path& file) {
+  if (dynamic_cast<const CheckpointError*>(&e)) return e.what();
+  return file.string() + ": " + e.what();
+}
+
+// A run that does not continue from the newest checkpoint in the directory would overwrite the
+// files of an earlier run past its starting step: each server moves its own aside first.
+void move_earlier_run(const Session& session, std::int64_t after_step) {
+  const CheckpointOptions& co = session.options().checkpoint;
+  if (co.dir.empty() || (co.restore && co.restart_from.empty())) return;
+  const Roles& roles = session.roles();
+  std::string archive;
+  if (roles.rank == 0) {
+    char when[32] = {};
+    const std::time_t now = std::time(nullptr);
+    std::tm tm{};
+    ::gmtime_r(&now, &tm);
+    std::strftime(when, sizeof when, "%Y%m%dT%H%M%SZ", &tm);
+    archive = (co.dir / ("earlier-run-" + std::string(when))).string();
+  }
+  bcast_string(session.comm(), archive);
+  long long moved = 0, failed = 0;
+  std::string problem;
+  if (roles.is_server()) try {
+      for (const auto& f : files_past(co.dir, after_step, roles.rank, roles.num_servers)) {
+        std::error_code ec;
+        fs::create_directories(archive, ec);
+        if (!ec) fs::rename(f, fs::path(archive) / f.filename(), ec);
+        if (ec) {
+          ++failed;
+          problem = f.string() + ": " + ec.message();
+        } else {
+          ++moved;
+        }
+      }
+    } catch (const std::exception& e) {  // (a directory that cannot be listed) counted, agreed on below
+      ++failed;
+      problem = naming(e, co.dir);
+    }
+  long long mine[2] = {moved, failed}, all[2] = {0, 0};
+  ASYNCPS_MPI_CHECK(MPI_Allreduce(mine, all, 2, MPI_LONG_LONG, MPI_SUM, session.comm()));
+  if (all[1] > 0)  // never overwrite what could not be moved
+    throw CheckpointError("cannot move an earlier run's checkpoint files out of the way (" +
+                          (problem.empty() ? std::string("on another server") : problem) +
+                          "); move them away by hand or use another directory");
+  if (roles.rank == 0 && all[0] > 0)
+    log(LogLevel::Info, std::to_string(all[0]) + " checkpoint file(s) of an earlier run past step " +
+                            std::to_string(std::max<std::int64_t>(after_step, 0)) +
+                            ", which this run would overwrite, moved to " + archive);
+}
+
+}  // namespace
+
+Candidates find_candidates(const CheckpointOptions& co, const ParamLayout& layout, const IndexReader& read) {
+  Candidates out;
+  try {
+    std::vector<fs::path> paths;
+    if (!co.restart_from.empty()) paths.push_back(co.restart_from);
+    else if (!co.dir.empty() && co.restore) paths = list_checkpoints(co.dir);  // never throws for the disk's sake
+    std::size_t damaged = 0;
+    for (const auto& p : paths) {
+      try {
+        // the one file a user names (restart_from) may be a symbolic link; files found are not
+        const bool follow = !co.restart_from.empty();
+        std::string bytes = read ? read(p, follow) : read_index_bytes(p, follow);
+        const Index idx = parse_index(bytes, p);
+        if (idx.layout_hash != layout.hash() || idx.arena != layout.size()) {
+          out.fatal = p.string() + ": written for another model (" + std::to_string(idx.arena) +
+                      " floats, layout hash differs from this model's " + std::to_string(layout.size()) +
+                      " floats); use another Options::checkpoint.dir or Options::checkpoint.restart_from";
+          break;
+        }
+        out.items.push_back(p.string());
+        out.items.push_back(std::move(bytes));
+      } catch (const std::exception& e) {  // any failure: damaged, unreadable, a file system error
+        if (!co.restart_from.empty()) {
+          out.fatal = std::string("Options::checkpoint.restart_from: ") + naming(e, p);
+          break;
+        }
+        ++damaged;
+        log(LogLevel::Warning, "skipping damaged checkpoint: " + naming(e, p) + "; trying an older one");
+      }
+    }
+    if (out.fatal.empty() && out.items.empty() && damaged > 0)
+      out.fatal = co.dir.string() + ": " + std::to_string(damaged) +
+                  " checkpoint(s) found and none is valid; move them away to start afresh (nothing was overwritten)";
+  } catch (const std::exception& e) {  // (out of memory listing them): a verdict all the same
+    out.items.clear();
+    out.fatal = co.dir.string() + ": cannot list the checkpoints to restore: " + e.what();
+  }
+  return out;
+}
+
+std::string load_range(const Index& index, const fs::path& dir, const ParamLayout& layout, const Shard& mine,
+                       RestoredShard& out, const ShardReader& read) {
+  fs::path file = dir;  // the file being read, for a failure's message
+  try {
+    if (mine.offset > index.arena || mine.size > index.arena - mine.offset)
+      return dir.string() + ": this server's range lies outside the checkpoint's arena";
+    out.params.assign(mine.size, 0.f);
+    out.shadow.assign(mine.size, 0.f);
+    out.has_shadow = true;
+    // (parse_index: the shards tile [0, arena), so every offset + count below is <= arena)
+    for (const auto& e : index.shards) {
+      const std::uint64_t lo = std::max<std::uint64_t>(e.offset, mine.offset);
+      const std::uint64_t hi = std::min<std::uint64_t>(e.offset + e.count, mine.offset + mine.size);
+      if (lo >= hi) continue;
+      file = dir / e.file;  // a plain name (parse_index)
+      const ShardFile s = read ? read(file, layout) : read_shard(file, layout);
+      if (s.checksum != e.checksum || s.header.offset != e.offset || s.header.count != e.count ||
+          s.params.size() != e.count || (!s.shadow.empty() && s.shadow.size() != e.count))
+        return file.string() + ": does not match its index (a shard of another save)";
+      const auto from = static_cast<std::ptrdiff_t>(lo - e.offset), to = static_cast<std::ptrdiff_t>(hi - e.offset);
+      const auto at = static_cast<std::ptrdiff_t>(lo - mine.offset);
+      std::copy(s.params.begin() + from, s.params.begin() + to, out.params.begin() + at);
+      if (s.shadow.empty()) out.has_shadow = false;
+      else std::copy(s.shadow.begin() + from, s.shadow.begin() + to, out.shadow.begin() + at);
+    }
+    if (!out.has_shadow) out.shadow.clear();
+    return {};
+  } catch (const std::exception& e) {  // any failure: damaged, unreadable, out of memory
+    return naming(e, file);
+  }
+}
+
+RestoredShard restore_checkpoint(const Session& session, DirLock* lock) {
+  const CheckpointOptions& co = session.options().checkpoint;
+  const Roles& roles = session.roles();
+  const ParamLayout& layout = session.layout();
+  // 1. rank 0: the candidates, newest first, as (path, index bytes); damaged ones reported
+  std::string fatal, payload;
+  if (lock && !co.dir.empty()) *lock = DirLock::acquire(co.dir, fatal);  // fatal: who holds it
+  if (roles.rank == 0 && fatal.empty()) {
+    Candidates c = find_candidates(co, layout);
+    fatal = std::move(c.fatal);
+    try {
+      payload = pack(c.items);
+    } catch (const std::exception& e) {  // (every rank must still hear a verdict)
+      fatal = "the checkpoints to restore: " + std::string(e.what());
+    }
+  }
+  bcast_string(session.comm(), fatal);
+  if (!fatal.empty()) throw CheckpointError(fatal);
+  bcast_string(session.comm(), payload);
+  const std::vector<std::string> items = unpack(payload);
+
+  // 2. the first candidate every server can load; rank 0 learns why each server could not
+  //    (with servers on hosts that share no file system, what is missing where)
+  RestoredShard out;
+  std::string why_not;  // rank 0: the newest candidate's failures, one per server (then every rank)
+  for (std::size_t i = 0; i + 1 < items.size(); i += 2) {
+    const fs::path path = items[i];
+    Index idx;
+    std::string failure;
+    try {
+      idx = parse_index(items[i + 1], path);  // (rank 0 parsed these bytes already)
+    } catch (const std::exception& e) {
+      failure = naming(e, path);
+    }
+    RestoredShard attempt;
+    if (failure.empty() && roles.is_server())
+      failure = load_range(idx, path.parent_path(), layout, session.plan().shard(roles.rank), attempt);
+    const int ok = failure.empty() ? 1 : 0, shadow = !roles.is_server() || attempt.has_shadow ? 1 : 0;
+    if (!failure.empty())
+      failure = (roles.is_server() ? "server " : "rank ") + std::to_string(roles.rank) + " on " +
+                session.host(roles.rank) + ": " + failure;
+    else if (roles.is_server())
+      out = std::move(attempt);
+    int all[2] = {ok, shadow}, agreed[2] = {0, 0};
+    ASYNCPS_MPI_CHECK(MPI_Allreduce(all, agreed, 2, MPI_INT, MPI_MIN, session.comm()));
+    if (agreed[0] == 1) {
+      out.found = true;
+      out.step = idx.step;
+      out.has_shadow = agreed[1] == 1;
+      out.from = path.string();
+      if (!out.has_shadow) out.shadow.clear();
+      if (roles.rank == 0)
+        log(LogLevel::Info, "restored " + path.string() + " (global step " + std::to_string(idx.step) + ", written by " +
+                                std::to_string(idx.num_servers) + " server(s))");
+      move_earlier_run(session, idx.step);
+      return out;
+    }
+    const std::vector<std::string> failures = gather_strings(session.comm(), failure);
+    if (roles.rank == 0) {
+      std::string why;
+      for (const auto& f : failures)
+        if (!f.empty()) why += (why.empty() ? "" : "; ") + f;
+      log(LogLevel::Warning, "checkpoint " + path.string() + " cannot be used: " + why);
+      if (why_not.empty()) why_not = why;  // the newest candidate's reasons go into the error
+    }
+  }
+  if (items.empty()) {
+    move_earlier_run(session, -1);
+    return RestoredShard{};
+  }
+  // candidates existed but none could be loaded everywhere: every rank throws the same error,
+  // with rank 0's reasons (and after rank 0 has logged them: nobody ends the job before that)
+  bcast_string(session.comm(), why_not);
+  const std::string what = !co.restart_from.empty() ? "Options::checkpoint.restart_from " + co.restart_from.string() +
+                                                          ": cannot be restored"
+                                                    : co.dir.string() +
+                                                          ": no checkpoint could be restored on every server; move them "
+                                                          "away to start afresh (nothing was overwritten)";
+  throw CheckpointError(why_not.empty() ? what : what + " (newest tried: " + why_not + ")");
+}
+
+ServerCheckpointer::ServerCheckpointer(const Session& session, SessionWindows& windows, ControlBlock& control,
+                                       std::int64_t restored_step)
+    : session_(session), win_(windows), control_(control), enabled_(!session.options().checkpoint.dir.empty()),
+      last_save_(std::chrono::steady_clock::now()), last_answered_(restored_step), last_indexed_(restored_step),
+      restored_(restored_step) {
+  if (enabled_) {
+    std::error_code ec;
+    fs::create_directories(session.options().checkpoint.dir, ec);
+    if (ec)
+      throw ConfigError("checkpoint directory " + session.options().checkpoint.dir.string() +
+                        ": cannot create it: " + ec.message());
+  }
+}
+
+std::uint64_t ServerCheckpointer::write_my_shard(std::int64_t step, bool with_shadow, bool final_save) {
+  const Roles& roles = session_.roles();
+  const Shard& sh = session_.plan().shard(roles.rank);
+  ASYNCPS_MPI_CHECK(MPI_Win_sync(win_.params.get()));
+  ASYNCPS_MPI_CHECK(MPI_Win_sync(win_.shadow.get()));
+  ShardHeader h;
+  h.layout_hash = session_.layout().hash();
+  h.arena = session_.layout().size();
+  h.step = step;
+  h.num_servers = static_cast<std::uint32_t>(roles.num_servers);
+  h.server = static_cast<std::uint32_t>(roles.rank);
+  h.offset = sh.offset;
+  h.count = sh.size;
+  const std::span<const float> params(win_.params.data<float>(), sh.size);
+  const std::span<const float> shadow =
+      with_shadow ? std::span<const float>(win_.shadow.data<float>(), sh.size) : std::span<const float>();
+  sharded_.push_back(step);
+  return write_shard(session_.options().checkpoint.dir, h, session_.layout(), params, shadow, final_save);
+}
+
+void ServerCheckpointer::request_save(std::int64_t step) {
+  const int s = session_.roles().num_servers;
+  try {
+    my_sum_ = write_my_shard(step, control_.local_shadow_valid());
+  } catch (const std::exception& e) {  // e.g. a full disk: the older checkpoints are intact, go on
+    warn_not_saved(step, e.what());
+    return;
+  }
+  pending_ = step;
+  if (s > 1) control_.set_save_request(step);
+  try_commit();
+}
+
+void ServerCheckpointer::try_commit() {
+  const Roles& roles = session_.roles();
+  const int s = roles.num_servers;
+  if (s > 1 && control_.local_save_acks() < s - 1) return;
+  const std::int64_t failures = s > 1 ? control_.local_save_failures() : 0;
+  Index idx;
+  idx.step = pending_;
+  idx.num_servers = static_cast<std::uint32_t>(s);
+  idx.layout_hash = session_.layout().hash();
+  idx.arena = session_.layout().size();
+  for (int k = 0; k < s; ++k) {
+    const Shard& sh = session_.plan().shard(k);
+    const auto sum = k == 0 ? my_sum_ : control_.local_shard_sum(k);
+    idx.shards.push_back({sh.offset, sh.size, sum, shard_path({}, pending_, k, s).filename().string()});
+  }
+  const auto& co = session_.options().checkpoint;
+  std::string problem = failures > 0 ? std::to_string(failures) + " other server(s) could not write their shard" : "";
+  if (problem.empty()) {
+    try {
+      write_index(co.dir, idx);  // the commit point
+    } catch (const std::exception& e) {
+      problem = e.what();
+    }
+  }
+  if (s > 1) control_.reset_save(s, failures);
+  if (!problem.empty()) {  // no index: this save never happened (its shards are pruned later)
+    warn_not_saved(pending_, problem);
+    pending_ = -1;
+    return;
+  }
+  last_indexed_ = pending_;
+  indexed_.push_back(pending_);
+  pending_ = -1;
+  prune(co.keep);
+}
+
+void ServerCheckpointer::prune(int keep) {
+  const auto& co = session_.options().checkpoint;
+  try {
+    prune_checkpoints(co.dir, keep, session_.roles().rank, session_.roles().num_servers, indexed_, sharded_);
+  } catch (const std::exception& e) {  // old files left behind: a warning, never the job's end
+    log(LogLevel::Warning, "old checkpoints in " + co.dir.string() + " were not all removed (" + e.what() +
+                               "); training goes on, the next save tries again");
+  }
+}
+
+void ServerCheckpointer::warn_not_saved(std::int64_t step, const std::string& why) const {
+  log(LogLevel::Warning, "the checkpoint of global step " + std::to_string(step) + " was not saved (" + why +
+                             "); training goes on, the next save tries again and the checkpoints saved before are "
+                             "intact");
+}
+
+std::string ServerCheckpointer::save_now(const std::function<void()>& progress, double seconds) {
+  if (!enabled_ || session_.roles().rank != 0) return {};
+  if (pending_ < 0) {
+    const std::int64_t step = control_.local_step();
+    if (step > last_indexed_) request_save(step);
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  while (pending_ >= 0 && std::chrono::steady_clock::now() < deadline) {
+    progress();
+    try_commit();
+    if (pending_ >= 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  if (pending_ >= 0 || indexed_.empty()) return {};
+  return index_path(session_.options().checkpoint.dir, last_indexed_).string();
+}
+
+void ServerCheckpointer::answer_request() {
+  const Roles& roles = session_.roles();
+  const SaveState v = control_.read_save_state();
+  if (v.request <= last_answered_) return;
+  last_answered_ = v.request;
+  std::uint64_t sum = 0;
+  try {
+    sum = write_my_shard(v.request, v.shadow_valid);
+  } catch (const std::exception& e) {  // acked all the same (server 0 waits for every ack), as a failure
+    warn_not_saved(v.request, e.what());
+    control_.ack_failed_save();
+    return;
+  }
+  control_.ack_save(roles.rank, sum);
+  prune(session_.options().checkpoint.keep);
+}
+
+void ServerCheckpointer::after_final(std::int64_t final_step, bool index_written, int extra_kept) {
+  const auto& co = session_.options().checkpoint;
+  const Roles& roles = session_.roles();
+  std::error_code ec;
+  // Saves labelled past the final step hold no more than it (a claim given back): drop them.
+  for (auto* steps : {&indexed_, &sharded_})
+    for (std::int64_t st : *steps)
+      if (st > final_step) {
+        if (steps == &indexed_) fs::remove(index_path(co.dir, st), ec);
+        else fs::remove(shard_path(co.dir, st, roles.rank, roles.num_servers), ec);
+      }
+  std::erase_if(indexed_, [&](std::int64_t st) { return st > final_step; });
+  std::erase_if(sharded_, [&](std::int64_t st) { return st > final_step; });
+  if (index_written) {
+    // the final index names the .final shards: a periodic shard of the same step is unreferenced
+    fs::remove(shard_path(co.dir, final_step, roles.rank, roles.num_servers), ec);
+    if (roles.rank == 0) indexed_.push_back(final_step);
+  }
+  prune(co.keep + extra_kept);
+}
+
+void ServerCheckpointer::tick() {
+  if (!enabled_) return;
+  if (session_.roles().rank != 0) {
+    if (++polls_since_check_ >= 10) {  // one small atomic read every ~10 ticks (about 100 ms)
+      polls_since_check_ = 0;
+      answer_request();
+    }
+    return;
+  }
+  if (pending_ >= 0) {
+    try_commit();
+    return;
+  }
+  const double every = session_.options().checkpoint.save_secs;
+  const auto now = std::chrono::steady_clock::now();
+  if (every <= 0 || std::chrono::duration<double>(now - last_save_).count() < every) return;
+  last_save_ = now;
+  const std::int64_t step = control_.local_step();
+  if (step > last_indexed_) request_save(step);
+}
+
+FinalState finish_job(const Session& session, ControlBlock& control, ServerCheckpointer* ckpt) {
+  const Roles& roles = session.roles();
+  const auto& co = session.options().checkpoint;
+  std::int64_t state[4] = {0, 0, 0, 0};  // step, halted, shadow valid, save
+  if (roles.rank == 0) {
+    state[0] = control.local_step();
+    state[1] = control.local_halt();
+    state[2] = control.local_shadow_valid();
+    // a final save whenever this run took a step (a periodic save of the same step may have
+    // missed updates that were still in flight when it was taken)
+    state[3] = !co.dir.empty() && ckpt && state[0] != ckpt->restored_step();
+  }
+  ASYNCPS_MPI_CHECK(MPI_Bcast(state, 4, MPI_INT64_T, 0, session.comm()));
+  FinalState out{state[0], state[1] != 0, {}};
+  if (!state[3]) return out;
+  // every server writes its shard of the final step; rank 0 gathers the checksums, and what
+  // went wrong where: a final save that fails ends the job with an error on every rank (the
+  // training it would have kept is lost, unlike a periodic one's), the older checkpoints intact
+  unsigned long long sum = 0;
+  std::string failure;
+  if (roles.is_server() && ckpt) try {
+      sum = ckpt->write_my_shard(state[0], state[2] != 0, /*final_save=*/true);
+    } catch (const std::exception& e) {  // gathered: every rank reaches the same verdict
+      failure = session.describe_rank(roles.rank) + ": " + e.what();
+    }
+  std::vector<unsigned long long> sums(static_cast<std::size_t>(roles.size));
+  ASYNCPS_MPI_CHECK(MPI_Gather(&sum, 1, MPI_UNSIGNED_LONG_LONG, sums.data(), 1, MPI_UNSIGNED_LONG_LONG, 0, session.comm()));
+  std::string problem;
+  for (const auto& f : gather_strings(session.comm(), failure))
+    if (!f.empty()) problem += (problem.empty() ? "" : "; ") + f;
+  if (roles.rank == 0 && problem.empty()) {
+    Index idx;
+    idx.step = state[0];
+    idx.num_servers = static_cast<std::uint32_t>(roles.num_servers);
+    idx.layout_hash = session.layout().hash();
+    idx.arena = session.layout().size();
+    for (int k = 0; k < roles.num_servers; ++k) {
+      const Shard& sh = session.plan().shard(k);
+      idx.shards.push_back({sh.offset, sh.size, sums[static_cast<std::size_t>(k)],
+                            final_shard_path({}, state[0], k, roles.num_servers).filename().string()});
+    }
+    try {
+      write_index(co.dir, idx);  // atomically replaces a periodic index of the same step
+      out.saved = index_path(co.dir, state[0]).string();
+    } catch (const std::exception& e) {
+      problem = e.what();
+    }
+  }
+  bcast_string(session.comm(), problem);  // also orders every server's pruning behind the index
+  if (!problem.empty())
+    throw CheckpointError("the final checkpoint of global step " + std::to_string(state[0]) +
+                          " could not be saved (" + problem + "); the checkpoints saved before are intact");
+  // after a halt the final save holds a model that was going wrong: it does not push out the
+  // older checkpoints (kept: keep + 1)
+  if (roles.is_server() && ckpt) ckpt->after_final(state[0], true, /*extra_kept=*/out.halted ? 1 : 0);
+  return out;
+}
+
+}  // namespace asyncps::detail

@@ -1,0 +1,131 @@
+// defines: Liveness
+#include "diagnostics/liveness.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "asyncps/error.h"
+#include "asyncps/stall_watch.h"
+#include "core/check.h"
+
+namespace asyncps::detail {
+
+namespace {
+constexpr auto kCheckEvery = std::chrono::milliseconds(250);  // server 0's look at the beats
+double seconds(Liveness::Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+std::string fmt_seconds(double s) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.1f s", s);
+  return b;
+}
+}  // namespace
+
+Liveness::Liveness(const Session& session, ControlBlock& control)
+    : session_(&session), control_(&control), timeout_(session.options().stall_timeout) {
+  if (!enabled()) return;
+  interval_ = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(std::min(1.0, timeout_ / 4)));
+  const auto now = Clock::now();
+  const auto n = static_cast<std::size_t>(session.roles().size);
+  seen_.assign(n, -1);
+  changed_.assign(n, now);
+  last_check_ = beat0_changed_ = now;
+}
+
+void Liveness::beat() {
+  if (!enabled() || done_) return;
+  const auto now = Clock::now();
+  if (now - last_beat_ < interval_) return;
+  last_beat_ = now;
+  const Roles& roles = session_->roles();
+  if (roles.rank == ControlBlock::kRank) {  // its own memory: a local atomic add
+    control_->local_beat0();
+    return;
+  }
+  if (beat_request_ != MPI_REQUEST_NULL) {  // the last beat is long sent; if not, skip this one
+    int done = 0;
+    ASYNCPS_MPI_CHECK(MPI_Test(&beat_request_, &done, MPI_STATUS_IGNORE));
+    if (!done) return;
+  }
+  control_->post_beat(roles.rank, beat_request_);
+}
+
+void Liveness::finished() {
+  if (!enabled() || done_) return;
+  done_ = true;
+  // the finished marker's waits block inside MPI: watched (a stopped server 0 ends the job)
+  const StallWatch watch(watch_timeout(timeout_),
+                         session_->role_name() + " marking itself finished at " +
+                             session_->describe_rank(ControlBlock::kRank));
+  if (beat_request_ != MPI_REQUEST_NULL) ASYNCPS_MPI_CHECK(MPI_Wait(&beat_request_, MPI_STATUS_IGNORE));
+  const Roles& roles = session_->roles();
+  if (roles.is_server()) return;  // servers stop with the job: nobody watches them any more
+  control_->mark_finished(roles.rank);
+}
+
+std::optional<int> Liveness::stalled_rank() {
+  if (!enabled()) return std::nullopt;
+  const auto now = Clock::now();
+  if (now - last_check_ < kCheckEvery) return std::nullopt;
+  // Not watching for a while (a long save): beats that came meanwhile may not have landed yet
+  // (pt2pt applies them as this rank enters MPI), so nobody is judged on that gap.
+  const bool was_away = seconds(now - last_check_) > timeout_ / 2;
+  last_check_ = now;
+  const Roles& roles = session_->roles();
+  const std::int64_t* beats = control_->local_beats();
+  // The longest silent, servers first: workers wait on servers, never the other way round, and
+  // a worker stuck waiting on a stopped server goes silent too (over pt2pt its beats stop
+  // landing). So a silent worker is named only while no server has been silent half as long.
+  std::optional<int> server, worker;  // the longest silent of each kind
+  for (int r = 1; r < roles.size; ++r) {
+    const auto i = static_cast<std::size_t>(r);
+    const std::int64_t v = __atomic_load_n(&beats[r], __ATOMIC_ACQUIRE);
+    if (v >= ControlBlock::kFinished) continue;  // done: silent by right
+    if (v != seen_[i] || was_away) {
+      seen_[i] = v;
+      changed_[i] = now;
+      continue;
+    }
+    std::optional<int>& worst = r < roles.num_servers ? server : worker;
+    const double limit = r < roles.num_servers ? timeout_ / 2 : timeout_;
+    if (seconds(now - changed_[i]) > limit && (!worst || changed_[i] < changed_[static_cast<std::size_t>(*worst)]))
+      worst = r;
+  }
+  if (server && (worker || silent_for(*server) > timeout_)) return server;
+  return server ? std::nullopt : worker;
+}
+
+double Liveness::silent_for(int rank) const {
+  return enabled() ? seconds(Clock::now() - changed_[static_cast<std::size_t>(rank)]) : 0;
+}
+
+std::string Liveness::silence(int rank, double seconds) const {
+  return session_->describe_rank(rank) + " has made no progress for " + fmt_seconds(seconds) + " (stall timeout " +
+         fmt_seconds(timeout_) + ")";
+}
+
+std::string Liveness::describe_silence(int rank) const { return silence(rank, silent_for(rank)); }
+
+void Liveness::saw_server0(std::int64_t beat0) {
+  if (!enabled()) return;
+  const auto now = Clock::now();
+  if (beat0 != beat0_seen_) {
+    beat0_seen_ = beat0;
+    beat0_changed_ = now;
+    return;
+  }
+  const double silent = seconds(now - beat0_changed_);
+  if (silent > timeout_)
+    throw StallError(silence(0, silent) + "; noticed by " + session_->describe_rank(session_->roles().rank));
+}
+
+
+void Liveness::check_wait(double waited, const std::string& whom) const {
+  if (!enabled()) return;
+  // The grace lets server 0, which watches every rank, name the silent one first (a wait on a
+  // stopped server 1 is as long as this worker's): twice the watched stretches' grace.
+  if (waited > timeout_ + 2 * (watch_timeout(timeout_) - timeout_))
+    throw StallError(session_->describe_rank(session_->roles().rank) + " has waited " + fmt_seconds(waited) + " for " +
+                     whom + " (stall timeout " + fmt_seconds(timeout_) + "): one of them stopped making progress");
+}
+
+}  // namespace asyncps::detail

@@ -1,0 +1,61 @@
+// defines: MpiEnvironment, abort_job
+#include "asyncps/mpi_environment.h"
+
+#include <mpi.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "asyncps/log.h"
+#include "core/check.h"
+
+namespace asyncps {
+
+MpiEnvironment::MpiEnvironment(int* argc, char*** argv) {
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (initialized) {  // the host program owns MPI: use it as it is, never finalise it
+    MPI_Query_thread(&provided_);
+    return;
+  }
+  // Debian sets `osc = ^ucx,pt2pt` in openmpi-mca-params.conf, which leaves no one-sided
+  // component that works between hosts. An environment variable overrides that file; a
+  // user's own choice (OMPI_MCA_osc already set) is left alone.
+  setenv("OMPI_MCA_osc", "^ucx", /*overwrite=*/0);
+  ASYNCPS_MPI_CHECK(MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided_));
+  owns_ = true;
+}
+
+MpiEnvironment::~MpiEnvironment() {
+  if (!owns_) return;
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!finalized) MPI_Finalize();
+}
+
+void abort_job(const char* message, int exit_code) noexcept {
+  int initialized = 0, finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  try {  // (noexcept: a sink that throws, or no memory for the line, still ends the job)
+    if (initialized && !finalized) {
+      // which rank failed, and where: with many ranks on many hosts the line alone must say it
+      int rank = 0, size = 0, len = 0;
+      char host[MPI_MAX_PROCESSOR_NAME] = {};
+      MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+      MPI_Comm_size(MPI_COMM_WORLD, &size);
+      MPI_Get_processor_name(host, &len);
+      log(LogLevel::Error, std::string(message) + " [rank " + std::to_string(rank) + " of " + std::to_string(size) +
+                               " on " + host + "]");
+    } else {
+      log(LogLevel::Error, message);
+    }
+  } catch (...) {
+    std::fprintf(stderr, "asyncps: %s\n", message);
+  }
+  if (initialized && !finalized) MPI_Abort(MPI_COMM_WORLD, exit_code);
+  std::_Exit(exit_code);
+}
+
+}  // namespace asyncps

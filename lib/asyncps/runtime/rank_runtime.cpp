@@ -1,0 +1,61 @@
+// defines: RankRuntime (start-up and end of every rank), allreduce_staleness
+#include "runtime/rank_runtime.h"
+
+#include <vector>
+
+#include "asyncps/error.h"
+#include "core/check.h"
+#include "transport/string_collectives.h"
+
+namespace asyncps::detail {
+
+RankRuntime::RankRuntime(Session& session, const std::string& problem)
+    : session_(session), timeline_(!session.options().timeline.empty()) {
+  start_watch_.emplace(watch_timeout(session.options().stall_timeout),
+                       session.role_name() + " creating the windows and restoring (collective with every rank)");
+  // Refused on every rank alike (the other role's constructors take part in this collective):
+  // no rank is left waiting in the window creation for one that threw.
+  if (const std::string first = first_problem(session.comm(), problem); !first.empty()) throw ConfigError(first);
+  channel_ = RmaChannel(session);
+  control_ = ControlBlock(channel_, session.roles().num_workers(), session.roles().num_servers);
+  restored_ = restore_checkpoint(session, session.roles().rank == 0 ? &dir_lock_ : nullptr);  // collective
+}
+
+void RankRuntime::ready(const std::string& problem) {
+  // every server has filled its shard (and could create its checkpoint directory): this
+  // agreement is the barrier both roles' constructors end on
+  if (const std::string first = first_problem(session_.comm(), problem); !first.empty()) throw ConfigError(first);
+  start_watch_.reset();
+  timeline_.set_origin();
+  liveness_ = Liveness(session_, control_);
+  liveness_.beat();
+}
+
+JobEnd RankRuntime::end(ServerCheckpointer* ckpt, const StalenessHistogram& mine,
+                        const std::function<void()>& before_free) {
+  const StallWatch watch(watch_timeout(session_.options().stall_timeout),
+                         session_.role_name() + " at the end of the job (final checkpoint, staleness, timeline, freeing "
+                                                "the windows: collective with every rank)");
+  if (session_.roles().is_worker()) channel_.end_epochs();
+  else ASYNCPS_MPI_CHECK(MPI_Win_sync(channel_.windows().params.get()));
+  JobEnd out;
+  const auto t0 = Timeline::Clock::now();
+  out.state = finish_job(session_, control_, ckpt);  // the final checkpoint
+  if (ckpt) timeline_.span("final save", t0, Timeline::Clock::now());
+  out.staleness = allreduce_staleness(session_.comm(), mine);
+  write_timeline(session_, timeline_);
+  if (before_free) before_free();
+  channel_.close();  // the job's end, where every rank is: the one place windows are freed
+  return out;
+}
+
+StalenessHistogram allreduce_staleness(MPI_Comm comm, const StalenessHistogram& mine) {
+  std::vector<double> v = mine.to_vector(), sum(v.size()), mx(1);
+  const double my_max = v.back();
+  ASYNCPS_MPI_CHECK(MPI_Allreduce(v.data(), sum.data(), static_cast<int>(v.size()), MPI_DOUBLE, MPI_SUM, comm));
+  ASYNCPS_MPI_CHECK(MPI_Allreduce(&my_max, mx.data(), 1, MPI_DOUBLE, MPI_MAX, comm));
+  sum.back() = mx[0];
+  return StalenessHistogram::from_vector(sum);
+}
+
+}  // namespace asyncps::detail

@@ -1,0 +1,175 @@
+// defines: RmaChannel (the windows, their epochs, chunking and completion)
+#include "transport/rma_channel.h"
+
+#include <utility>
+
+#include "asyncps/stall_watch.h"
+#include "transport/control_block.h"
+
+namespace asyncps::detail {
+
+RmaChannel::RmaChannel(const Session& session)
+    : session_(&session),
+      win_(open_windows(session)),
+      chunk_floats_(std::max<std::size_t>(1, session.options().chunk_bytes / sizeof(float))),
+      atomic_pull_(session.options().pull == PullMethod::GetAccumulate) {}
+
+void RmaChannel::configure(Completion completion, RequestWaiter waiter, WaitWatch* watch, double flush_timeout,
+                           std::string flush_what, std::string waiting_for) {
+  completion_ = completion;
+  waiter_ = std::move(waiter);
+  watch_ = watch;
+  flush_timeout_ = flush_timeout;
+  flush_what_ = std::move(flush_what);
+  waiter_.watch(watch, std::move(waiting_for));
+}
+
+MPI_Win RmaChannel::win_of(Table table) const noexcept {
+  switch (table) {
+    case Table::Params: return win_.params.get();
+    case Table::Accum: return win_.accum.get();
+    case Table::Shadow: return win_.shadow.get();
+    case Table::Control: return win_.control.get();
+  }
+  return MPI_WIN_NULL;
+}
+
+void RmaChannel::read(Table table, float* dst, RmaBatch& batch) {
+  const MPI_Win w = win_of(table);
+  const bool atomic = table != Table::Params || atomic_pull_;
+  for_each_piece([&](int target, MPI_Aint disp, std::size_t off, int n) {
+    if (!batch.by_request) {
+      if (atomic)
+        ASYNCPS_MPI_CHECK(MPI_Get_accumulate(nullptr, 0, MPI_FLOAT, dst + off, n, MPI_FLOAT, target, disp, n,
+                                             MPI_FLOAT, MPI_NO_OP, w));
+      else
+        ASYNCPS_MPI_CHECK(MPI_Get(dst + off, n, MPI_FLOAT, target, disp, n, MPI_FLOAT, w));
+      return;
+    }
+    MPI_Request r;
+    if (atomic)
+      ASYNCPS_MPI_CHECK(MPI_Rget_accumulate(nullptr, 0, MPI_FLOAT, dst + off, n, MPI_FLOAT, target, disp, n, MPI_FLOAT,
+                                            MPI_NO_OP, w, &r));
+    else
+      ASYNCPS_MPI_CHECK(MPI_Rget(dst + off, n, MPI_FLOAT, target, disp, n, MPI_FLOAT, w, &r));
+    batch.requests.push_back(r);
+  });
+  if (!batch.by_request) {  // a plain read completes with the flush (a request one by its data)
+    batch.touched |= static_cast<unsigned>(table);
+    pending_ |= static_cast<unsigned>(table);
+  }
+}
+
+namespace {
+void accumulate(const float* src, MPI_Op op, MPI_Win w, RmaBatch& batch, int target, MPI_Aint disp, int n) {
+  if (!batch.by_request) {
+    ASYNCPS_MPI_CHECK(MPI_Accumulate(src, n, MPI_FLOAT, target, disp, n, MPI_FLOAT, op, w));
+    return;
+  }
+  MPI_Request r;
+  ASYNCPS_MPI_CHECK(MPI_Raccumulate(src, n, MPI_FLOAT, target, disp, n, MPI_FLOAT, op, w, &r));
+  batch.requests.push_back(r);
+}
+}  // namespace
+
+void RmaChannel::add(Table table, const float* src, RmaBatch& batch) {
+  const MPI_Win w = win_of(table);
+  for_each_piece([&](int target, MPI_Aint disp, std::size_t off, int n) {
+    accumulate(src + off, MPI_SUM, w, batch, target, disp, n);
+  });
+  batch.touched |= static_cast<unsigned>(table);
+  pending_ |= static_cast<unsigned>(table);
+}
+
+void RmaChannel::replace(Table table, const float* src, RmaBatch& batch) {
+  const MPI_Win w = win_of(table);
+  for_each_piece([&](int target, MPI_Aint disp, std::size_t off, int n) {
+    accumulate(src + off, MPI_REPLACE, w, batch, target, disp, n);
+  });
+  batch.touched |= static_cast<unsigned>(table);
+  pending_ |= static_cast<unsigned>(table);
+}
+
+void RmaChannel::fetch_slots(int slot, const std::int64_t* add, std::int64_t* result, int count, MPI_Op op,
+                             RmaBatch& batch) {
+  const MPI_Win w = win_.control.get();
+  const int origin_count = op == MPI_NO_OP ? 0 : count;
+  if (batch.by_request) {
+    MPI_Request r;
+    ASYNCPS_MPI_CHECK(MPI_Rget_accumulate(add, origin_count, MPI_INT64_T, result, count, MPI_INT64_T,
+                                          ControlBlock::kRank, slot, count, MPI_INT64_T, op, w, &r));
+    batch.requests.push_back(r);
+    return;
+  }
+  if (count == 1 && op == MPI_SUM)
+    ASYNCPS_MPI_CHECK(MPI_Fetch_and_op(add, result, MPI_INT64_T, ControlBlock::kRank, slot, MPI_SUM, w));
+  else
+    ASYNCPS_MPI_CHECK(MPI_Get_accumulate(add, origin_count, MPI_INT64_T, result, count, MPI_INT64_T,
+                                         ControlBlock::kRank, slot, count, MPI_INT64_T, op, w));
+  batch.touched |= static_cast<unsigned>(Table::Control);
+  pending_ |= static_cast<unsigned>(Table::Control);
+}
+
+void RmaChannel::add_slots(int slot, const std::int64_t* add, int count, MPI_Datatype type, RmaBatch& batch) {
+  const MPI_Win w = win_.control.get();
+  if (batch.by_request) {
+    MPI_Request r;
+    ASYNCPS_MPI_CHECK(MPI_Raccumulate(add, count, type, ControlBlock::kRank, slot, count, type, MPI_SUM, w, &r));
+    batch.requests.push_back(r);
+  } else {
+    ASYNCPS_MPI_CHECK(MPI_Accumulate(add, count, type, ControlBlock::kRank, slot, count, type, MPI_SUM, w));
+  }
+  batch.touched |= static_cast<unsigned>(Table::Control);
+  pending_ |= static_cast<unsigned>(Table::Control);
+}
+
+void RmaChannel::fetch_now(int slot, const std::int64_t* add, std::int64_t* result, int count, MPI_Op op,
+                           MPI_Datatype type) {
+  beat();
+  MPI_Request r;
+  ASYNCPS_MPI_CHECK(MPI_Rget_accumulate(add, op == MPI_NO_OP ? 0 : count, type, result, count, type,
+                                        ControlBlock::kRank, slot, count, type, op, win_.control.get(), &r));
+  waiter_.wait(r);
+}
+
+void RmaChannel::wait(std::vector<MPI_Request>& requests) {
+  beat();  // every operation that enters MPI beats (flush, fetch_now, waits): alive
+  waiter_.wait_all(requests);
+}
+
+void RmaChannel::complete_local(RmaBatch& batch) {
+  if (!batch.requests.empty()) wait(batch.requests);
+  if (!batch.by_request) {
+    for (unsigned t = 1; t <= static_cast<unsigned>(Table::Control); t <<= 1)
+      if (batch.touched & pending_ & t) flush(static_cast<Table>(t));
+    batch.touched = 0;
+  }
+}
+
+void RmaChannel::complete(RmaBatch& batch) {
+  complete_local(batch);
+  for (unsigned t = 1; t <= static_cast<unsigned>(Table::Control); t <<= 1)
+    if (batch.touched & pending_ & t) flush(static_cast<Table>(t));
+  batch.touched = 0;
+}
+
+void RmaChannel::flush(Table table) {
+  beat();
+  // A flush no heartbeat covers (it blocks inside MPI): watched, so a server that stopped ends the job.
+  const StallWatch watch(flush_timeout_, flush_what_, StallWatch::Borrowed{});
+  const MPI_Win w = win_of(table);
+  if (table == Table::Control) {
+    ASYNCPS_MPI_CHECK(MPI_Win_flush(ControlBlock::kRank, w));
+  } else {
+    for (const Shard& sh : session_->plan().shards())
+      if (sh.size > 0) ASYNCPS_MPI_CHECK(MPI_Win_flush(sh.server, w));
+  }
+  pending_ &= ~static_cast<unsigned>(table);
+}
+
+void RmaChannel::flush_pending() {
+  for (unsigned t = 1; t <= static_cast<unsigned>(Table::Control); t <<= 1)
+    if (pending_ & t) flush(static_cast<Table>(t));
+}
+
+}  // namespace asyncps::detail

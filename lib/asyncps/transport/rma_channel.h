@@ -1,0 +1,158 @@
+// defines: asyncps::detail::RmaChannel, RmaBatch, Table, Completion
+// One rank's one-sided access to the session's windows. The channel owns the windows and this
+// rank's passive-target epochs on them (one MPI_Win_lock_all each, for the session's life), cuts
+// every arena transfer into pieces (one per shard, large shards cut into Options::chunk_bytes:
+// pt2pt slows sharply on huge messages), and completes operations by one strategy, chosen once
+// when the channel is set up:
+//   Completion::Request  every operation is request-based; a batch completes by its requests
+//                        (a read or a fetch: its data is back, nothing more to do; a write: local
+//                        completion, made remote by a later flush). For transports that need
+//                        the target (pt2pt between hosts): one wait, which sleeps, no flush
+//                        round trip.
+//   Completion::Flush    plain operations, completed by one MPI_Win_flush per window touched
+//                        (one node, osc rdma: the faster form there, a hardware fetch-and-op).
+// Blocking calls and tickets pick their batch kind explicitly (RmaBatch::flushed(),
+// RmaBatch::requests()); the step's hot path takes the channel's (batch()).
+//
+// The channel tracks which windows hold writes not yet complete at their targets, so that a
+// flush happens once, where a later read or the end of the job needs it (pending(), flush()).
+#pragma once
+#include <mpi.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "asyncps/session.h"
+#include "core/check.h"
+#include "transport/request_waiter.h"
+#include "transport/session_windows.h"
+
+namespace asyncps::detail {
+
+// The windows the channel reaches: the arena and its shard-sized companions, and the control
+// block on rank 0.
+enum class Table : unsigned { Params = 1, Accum = 2, Shadow = 4, Control = 8 };
+enum class Completion { Flush, Request };
+
+// Operations in flight together, completed together (RmaChannel::complete).
+struct RmaBatch {
+  bool by_request = true;
+  std::vector<MPI_Request> requests;
+  unsigned touched = 0;  // tables whose operations in it a flush completes (writes; every op when flushed)
+  static RmaBatch requests_batch() { return RmaBatch{true, {}, 0}; }
+  static RmaBatch flushed() { return RmaBatch{false, {}, 0}; }
+  bool empty() const noexcept { return requests.empty() && touched == 0; }
+};
+
+class RmaChannel {
+ public:
+  RmaChannel() = default;
+  // Collective over the session: creates the windows (same order on every rank) and opens the
+  // epochs. Completion::Flush until configure() says otherwise.
+  explicit RmaChannel(const Session& session);
+  RmaChannel(RmaChannel&&) noexcept = default;
+  RmaChannel& operator=(RmaChannel&&) noexcept = default;
+
+  // The completion strategy, the waiter for request-based waits, and the watch every operation
+  // beats and every wait reports to (null: none). A flush that blocks for the targets is
+  // watched for `flush_timeout` seconds (0: not), with `flush_what` as the stall's message.
+  void configure(Completion completion, RequestWaiter waiter, WaitWatch* watch, double flush_timeout,
+                 std::string flush_what, std::string waiting_for);
+  Completion completion() const noexcept { return completion_; }
+  RmaBatch batch() const { return RmaBatch{completion_ == Completion::Request, {}, 0}; }
+
+  // ---- the arena tables (Params, Accum, Shadow), one operation per piece ----------------------
+  // dst = table: element-wise atomic (MPI_Get_accumulate(MPI_NO_OP), ordered after this rank's
+  // accumulates), or for Params under PullMethod::Get plain MPI_Get.
+  void read(Table table, float* dst, RmaBatch& batch);
+  // table += src (MPI_SUM), or table = src (MPI_REPLACE, each element whole). `src` stays
+  // untouched until the batch completes locally.
+  void add(Table table, const float* src, RmaBatch& batch);
+  void replace(Table table, const float* src, RmaBatch& batch);
+  // table += the pieces `stage(buffer, arena_offset, count)` writes into `buffer` (one piece
+  // long at most), one piece at a time: each accumulated and completed locally before the buffer
+  // is reused (a scaling pass that stays in cache), and all complete at the targets on return.
+  template <class Stage>
+  void add_staged(Table table, float* buffer, Stage stage);
+
+  // ---- the control block on rank 0 (int64 slots; see ControlBlock) -----------------------------
+  // result[0..count) = slots before the operation; slots (op)= add (MPI_SUM, or MPI_NO_OP: a read).
+  // Request batches: one MPI_Rget_accumulate. Flushed ones: MPI_Fetch_and_op for one slot, else
+  // MPI_Get_accumulate.
+  void fetch_slots(int slot, const std::int64_t* add, std::int64_t* result, int count, MPI_Op op,
+                   RmaBatch& batch);
+  // slots += add, nothing fetched (counts as a write: complete at the target after a flush).
+  void add_slots(int slot, const std::int64_t* add, int count, MPI_Datatype type, RmaBatch& batch);
+  // One read-modify-write, complete on return (request-based: the data coming back completes it).
+  void fetch_now(int slot, const std::int64_t* add, std::int64_t* result, int count, MPI_Op op,
+                 MPI_Datatype type = MPI_INT64_T);
+
+  // ---- completion -------------------------------------------------------------------------------
+  // Everything in `batch` is complete at its targets.
+  void complete(RmaBatch& batch);
+  // Its buffers are free again (requests waited for; a flushed batch is flushed). Writes by
+  // request are complete at the targets only after a later flush (pending()).
+  void complete_local(RmaBatch& batch);
+  // Whether `table` holds writes of this rank not known complete at the targets.
+  bool pending(Table table) const noexcept { return (pending_ & static_cast<unsigned>(table)) != 0; }
+  // Completes this rank's operations on `table` at every target (MPI_Win_flush per server).
+  void flush(Table table);
+  void flush_pending();  // every table with pending writes
+
+  // Calls op(target, target_disp, arena_offset, count) for each piece of the arena.
+  template <class Op>
+  void for_each_piece(Op op) const;
+
+  const Session& session() const noexcept { return *session_; }
+  // The windows' memory (servers read and write their own shard; server 0 its control block).
+  SessionWindows& windows() noexcept { return win_; }
+  const SessionWindows& windows() const noexcept { return win_; }
+  std::size_t chunk_floats() const noexcept { return chunk_floats_; }
+  void end_epochs() { win_.end_epochs(); }  // early (a worker's finish), throwing on error
+  void close() { win_.close(); }            // collective, at the job's end only
+
+ private:
+  MPI_Win win_of(Table table) const noexcept;
+  void beat() {
+    if (watch_) watch_->beat();
+  }
+  void wait(std::vector<MPI_Request>& requests);
+  const Session* session_ = nullptr;
+  SessionWindows win_;
+  std::size_t chunk_floats_ = 1;
+  bool atomic_pull_ = true;
+  Completion completion_ = Completion::Flush;
+  RequestWaiter waiter_;
+  WaitWatch* watch_ = nullptr;
+  double flush_timeout_ = 0;
+  std::string flush_what_;
+  unsigned pending_ = 0;
+};
+
+template <class Op>
+void RmaChannel::for_each_piece(Op op) const {
+  for (const Shard& sh : session_->plan().shards()) {
+    for (std::size_t done = 0; done < sh.size; done += chunk_floats_) {
+      const std::size_t n = std::min(chunk_floats_, sh.size - done);
+      op(sh.server, static_cast<MPI_Aint>(done), sh.offset + done, static_cast<int>(n));
+    }
+  }
+}
+
+template <class Stage>
+void RmaChannel::add_staged(Table table, float* buffer, Stage stage) {
+  const MPI_Win w = win_of(table);
+  beat();
+  pending_ |= static_cast<unsigned>(table);  // (a stage that throws leaves the pieces before it to a later flush)
+  for_each_piece([&](int target, MPI_Aint disp, std::size_t off, int n) {
+    stage(buffer, off, n);
+    ASYNCPS_MPI_CHECK(MPI_Accumulate(buffer, n, MPI_FLOAT, target, disp, n, MPI_FLOAT, MPI_SUM, w));
+    ASYNCPS_MPI_CHECK(MPI_Win_flush_local(target, w));  // the buffer may be reused now
+  });
+  flush(table);
+}
+
+}  // namespace asyncps::detail

@@ -1,0 +1,41 @@
+// defines: open_windows, SessionWindows::end_epochs, close
+#include "transport/session_windows.h"
+
+#include "core/check.h"
+#include "transport/control_block.h"
+
+namespace asyncps::detail {
+
+SessionWindows open_windows(const Session& session) {
+  const Roles& roles = session.roles();
+  const std::size_t shard_bytes = roles.is_server() ? session.plan().shard(roles.rank).size * sizeof(float) : 0;
+  const std::size_t ctrl_bytes =
+      roles.rank == ControlBlock::kRank ? ControlBlock::slots(roles.num_workers(), roles.num_servers) * sizeof(std::int64_t) : 0;
+  SessionWindows w;
+  w.params = Window(session.comm(), shard_bytes, sizeof(float), "parameter");
+  w.control = Window(session.comm(), ctrl_bytes, sizeof(std::int64_t), "control");
+  if (session.options().mode == Mode::Sync) w.accum = Window(session.comm(), shard_bytes, sizeof(float), "accumulation");
+  w.shadow = Window(session.comm(), shard_bytes, sizeof(float), "EMA shadow", /*sum_and_no_op_only=*/false);
+  w.lock_params = LockAll(w.params.get());
+  w.lock_control = LockAll(w.control.get());
+  if (w.accum.get() != MPI_WIN_NULL) w.lock_accum = LockAll(w.accum.get());
+  w.lock_shadow = LockAll(w.shadow.get());
+  return w;
+}
+
+void SessionWindows::end_epochs() {
+  lock_accum.unlock();
+  lock_shadow.unlock();
+  lock_params.unlock();
+  lock_control.unlock();
+}
+
+void SessionWindows::close() {
+  end_epochs();
+  params.free();
+  control.free();
+  accum.free();  // (a null window where the session made none: on every rank alike)
+  shadow.free();
+}
+
+}  // namespace asyncps::detail

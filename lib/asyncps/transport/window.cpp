@@ -1,0 +1,82 @@
+// defines: Window, LockAll
+#include "transport/window.h"
+
+#include <string>
+#include <utility>
+
+#include "asyncps/error.h"
+#include "core/check.h"
+
+namespace asyncps::detail {
+
+Window::Window(MPI_Comm comm, std::size_t bytes, int disp_unit, const char* what, bool sum_and_no_op_only) {
+  MPI_Info info;
+  ASYNCPS_MPI_CHECK(MPI_Info_create(&info));
+  // Pushes are accumulates of MPI_FLOAT with MPI_SUM (and MPI_NO_OP reads): say so, so the
+  // implementation may use hardware atomics for them.
+  if (sum_and_no_op_only) MPI_Info_set(info, "accumulate_ops", "same_op_no_op");
+  MPI_Info_set(info, "same_disp_unit", "true");
+  const int rc = MPI_Win_allocate(static_cast<MPI_Aint>(bytes), disp_unit, info, comm, &base_, &win_);
+  MPI_Info_free(&info);
+  if (rc != MPI_SUCCESS) {
+    char text[MPI_MAX_ERROR_STRING] = {};
+    int len = 0;
+    MPI_Error_string(rc, text, &len);
+    throw MpiError("MPI_Win_allocate", rc,
+                   std::string(what) + " window; between hosts Open MPI needs its pt2pt one-sided component: "
+                   "pass --mca osc ^ucx to mpirun or set OMPI_MCA_osc=^ucx");
+  }
+  bytes_ = bytes;
+  MPI_Win_set_errhandler(win_, MPI_ERRORS_RETURN);
+}
+
+Window::~Window() { abandon(); }
+
+Window::Window(Window&& other) noexcept
+    : win_(std::exchange(other.win_, MPI_WIN_NULL)),
+      base_(std::exchange(other.base_, nullptr)),
+      bytes_(std::exchange(other.bytes_, 0)) {}
+
+Window& Window::operator=(Window&& other) noexcept {
+  if (this != &other) {
+    abandon();
+    win_ = std::exchange(other.win_, MPI_WIN_NULL);
+    base_ = std::exchange(other.base_, nullptr);
+    bytes_ = std::exchange(other.bytes_, 0);
+  }
+  return *this;
+}
+
+void Window::free() {
+  if (win_ == MPI_WIN_NULL) return;
+  MPI_Win w = std::exchange(win_, MPI_WIN_NULL);
+  base_ = nullptr;
+  bytes_ = 0;
+  ASYNCPS_MPI_CHECK(MPI_Win_free(&w));
+}
+
+void Window::abandon() noexcept {
+  win_ = MPI_WIN_NULL;  // (leaked: freeing is collective, see the header)
+  base_ = nullptr;
+  bytes_ = 0;
+}
+
+LockAll::LockAll(MPI_Win win) {
+  ASYNCPS_MPI_CHECK(MPI_Win_lock_all(0, win));
+  win_ = win;
+}
+
+LockAll::~LockAll() = default;  // an epoch still open is abandoned (see the header)
+
+LockAll& LockAll::operator=(LockAll&& o) noexcept {
+  if (this != &o) win_ = std::exchange(o.win_, MPI_WIN_NULL);  // (an open epoch here: abandoned)
+  return *this;
+}
+
+void LockAll::unlock() {
+  if (win_ == MPI_WIN_NULL) return;
+  const MPI_Win w = std::exchange(win_, MPI_WIN_NULL);
+  ASYNCPS_MPI_CHECK(MPI_Win_unlock_all(w));
+}
+
+}  // namespace asyncps::detail

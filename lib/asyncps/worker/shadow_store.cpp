@@ -1,0 +1,69 @@
+// defines: ShadowStore (an optional helper: the chief's EMA shadow kept on the servers)
+#include "asyncps/shadow_store.h"
+
+#include <vector>
+
+#include "asyncps/mpi_environment.h"
+#include "core/check.h"
+#include "worker/worker_transport.h"
+
+namespace asyncps {
+
+using detail::Table;
+
+// Its own state: the staged copy of the last store and its requests (stores after the first go
+// in the background; drain() settles them).
+class ShadowStore::State final : public detail::WorkerLayer {
+ public:
+  explicit State(detail::WorkerTransport& t) : t(t), batch(detail::RmaBatch::requests_batch()) { t.attach(this); }
+  ~State() override { t.detach(this); }
+  void settle() override { t.channel().complete(batch); }
+
+  detail::WorkerTransport& t;
+  detail::RmaBatch batch;
+  std::vector<float> stage;
+  bool stored = false;  // the first store (which sets the servers' flag) is done
+};
+
+ShadowStore::ShadowStore(WorkerClient& worker) : worker_(worker) {
+  state_ = std::make_unique<State>(worker.transport());
+}
+
+ShadowStore::~ShadowStore() {
+  if (!state_ || state_->t.drained() || detail::unwinding()) return;
+  try {
+    state_->settle();  // its copy goes now: the store in flight completes first
+  } catch (const std::exception& e) {
+    abort_job((std::string("ShadowStore: completing its store failed: ") + e.what()).c_str());
+  }
+}
+
+void ShadowStore::store(std::span<const float> shadow) {
+  State& st = *state_;
+  detail::WorkerTransport& t = st.t;
+  t.enter("ShadowStore::store");
+  t.check_size(shadow.size(), "ShadowStore::store");
+  const auto t0 = detail::WorkerClock::now();
+  t.channel().complete_local(st.batch);  // the last store's copy is free again
+  st.stage.assign(shadow.begin(), shadow.end());
+  t.channel().replace(Table::Shadow, st.stage.data(), st.batch);  // each element whole (MPI_REPLACE)
+  if (!st.stored) {  // the first store is complete before the servers call the shadow valid
+    t.channel().complete(st.batch);
+    t.control().mark_shadow_valid();
+    st.stored = true;
+  }  // later ones complete in the background
+  t.timeline().span("store EMA shadow", t0, detail::WorkerClock::now());
+}
+
+bool ShadowStore::load(std::span<float> shadow) {
+  detail::WorkerTransport& t = state_->t;
+  t.enter("ShadowStore::load");
+  t.check_size(shadow.size(), "ShadowStore::load");
+  if (!t.control().shadow_valid()) return false;
+  detail::RmaBatch b = detail::RmaBatch::flushed();
+  t.channel().read(Table::Shadow, shadow.data(), b);
+  t.channel().complete(b);
+  return true;
+}
+
+}  // namespace asyncps

@@ -1,0 +1,57 @@
+// defines: StepLoop (the step policy's public face: checks, then the mode's strategy)
+#include "asyncps/step_loop.h"
+
+#include "asyncps/mpi_environment.h"
+#include "core/check.h"
+#include "worker/step_modes.h"
+
+namespace asyncps {
+
+using detail::WorkerTransport;
+
+StepLoop::StepLoop(WorkerClient& worker) : worker_(worker) {
+  mode_ = detail::make_step_mode(worker);
+}
+
+StepLoop::~StepLoop() {
+  // Its buffers go now: nothing may still be in flight into them (a worker that drained has
+  // settled it already; an exception unwinding means the job aborts).
+  if (!mode_ || mode_->transport().drained() || detail::unwinding()) return;
+  try {
+    mode_->settle();
+  } catch (const std::exception& e) {
+    abort_job((std::string("StepLoop: completing its operations failed: ") + e.what()).c_str());
+  }
+}
+
+std::optional<StepStart> StepLoop::begin_step(std::span<float> params, std::int64_t limit) {
+  WorkerTransport& t = worker_.transport();
+  t.enter("StepLoop::begin_step");
+  t.check_size(params.size(), "StepLoop::begin_step");
+  WorkerTransport::check_limit(limit, "StepLoop::begin_step");
+  t.check_updating("StepLoop::begin_step");
+  t.end_compute();
+  return mode_->begin(params, limit);
+}
+
+StepEnd StepLoop::end_step(std::span<const float> grad, float scale) {
+  WorkerTransport& t = worker_.transport();
+  t.enter("StepLoop::end_step");
+  t.check_size(grad.size(), "StepLoop::end_step");
+  WorkerTransport::check_scale(scale, "StepLoop::end_step");
+  t.end_compute();
+  return mode_->end(grad, scale);
+}
+
+void StepLoop::request_halt() {
+  worker_.transport().enter("StepLoop::request_halt");
+  worker_.transport().control().request_halt();
+}
+
+bool StepLoop::halted() const noexcept { return worker_.transport().final_state().halted; }
+std::int64_t StepLoop::final_step() const noexcept { return worker_.transport().final_state().global_step; }
+const StalenessHistogram& StepLoop::staleness() const noexcept { return worker_.transport().staleness(); }
+const StalenessHistogram& StepLoop::job_staleness() const noexcept { return worker_.transport().job_staleness(); }
+const WorkerStats& StepLoop::stats() const noexcept { return worker_.stats(); }
+
+}  // namespace asyncps

@@ -1,0 +1,69 @@
+// defines: WorkerClient (the public face of the worker's transport)
+#include "asyncps/worker_client.h"
+
+#include "asyncps/mpi_environment.h"
+#include "worker/worker_transport.h"
+
+namespace asyncps {
+
+WorkerClient::WorkerClient(Session& session) {
+  session.check_thread("WorkerClient");
+  impl_ = std::make_unique<detail::WorkerTransport>(session);  // collective with the servers
+}
+
+WorkerClient::~WorkerClient() {
+  // the job is about to abort: no finish() (collective); the windows abandon themselves
+  if (detail::unwinding()) return;
+  try {
+    finish();
+  } catch (const std::exception& e) {
+    // destructors never throw, and the other ranks wait for this one in collectives: abort all
+    abort_job((std::string("WorkerClient::finish failed: ") + e.what()).c_str());
+  }
+}
+
+void WorkerClient::pull(std::span<float> params) { impl_->pull(params); }
+void WorkerClient::push(std::span<const float> grad, float scale) { impl_->push(grad, scale); }
+Ticket WorkerClient::push_async(std::span<const float> grad, float scale) { return impl_->push_async(grad, scale); }
+Ticket WorkerClient::pull_async(std::span<float> params) { return impl_->pull_async(params); }
+void WorkerClient::wait(Ticket ticket) { impl_->wait(ticket); }
+void WorkerClient::wait_all() { impl_->wait_all(); }
+
+std::int64_t WorkerClient::next_step() {
+  impl_->enter("WorkerClient::next_step");
+  impl_->check_updating("WorkerClient::next_step");
+  ++impl_->stats().steps;
+  return impl_->control().add_to_step(1) + 1;
+}
+
+std::optional<std::int64_t> WorkerClient::claim_step(std::int64_t limit) {
+  impl_->enter("WorkerClient::claim_step");
+  detail::WorkerTransport::check_limit(limit, "WorkerClient::claim_step");
+  impl_->check_updating("WorkerClient::claim_step");
+  const std::int64_t mine = impl_->control().add_to_step(1) + 1;
+  if (mine <= limit) {
+    ++impl_->stats().steps;
+    return mine;
+  }
+  impl_->control().give_back();  // over the limit
+  return std::nullopt;
+}
+
+std::int64_t WorkerClient::global_step() {
+  impl_->enter("WorkerClient::global_step");
+  return impl_->control().global_step();
+}
+
+void WorkerClient::drain() { impl_->drain(); }
+
+void WorkerClient::finish() {
+  if (!impl_ || impl_->finished()) return;
+  impl_->finish();
+}
+
+bool WorkerClient::finished() const noexcept { return impl_->finished(); }
+const WorkerStats& WorkerClient::stats() const noexcept { return impl_->stats(); }
+int WorkerClient::worker_index() const noexcept { return impl_->worker_index(); }
+detail::WorkerTransport& WorkerClient::transport() noexcept { return *impl_; }
+
+}  // namespace asyncps
