@@ -1,16 +1,16 @@
 // defines: asyncps::nn::Error
 // The one error type of the CNN library (asyncps_nn): bad shapes, batch sizes, labels or
 // devices, and CUDA/cuDNN/cuBLAS failures. what() is one line naming the call or the argument.
-// Derived from asyncps::Error, like every error of the project's libraries (mnist::DataError
-// too), so a program catches them all as asyncps::Error.
+// A std::runtime_error (the library needs neither libasyncps nor MPI), so a program catches it,
+// like mnist::DataError and libasyncps's asyncps::Error, as std::exception.
 #pragma once
-#include "asyncps/error.h"
+#include <stdexcept>
 
 namespace asyncps::nn {
 
-class Error : public asyncps::Error {
+class Error : public std::runtime_error {
  public:
-  using asyncps::Error::Error;
+  using std::runtime_error::runtime_error;
 };
 
 }  // namespace asyncps::nn

@@ -4,7 +4,6 @@
 #include <stdexcept>
 
 #include "nn/mnist_cnn.h"
-#include "nn/mnist_cnn_layout.h"
 #include "nn/error.h"
 
 namespace nn = asyncps::nn;
@@ -68,20 +67,4 @@ TEST_CASE("glorot init is deterministic in the seed", "[init]") {
 TEST_CASE("glorot init rejects a wrongly sized arena", "[init]") {
   std::vector<float> p(nn::kMnistCnnParams - 1);
   CHECK_THROWS_AS(nn::glorot_uniform_init(p, 1), nn::Error);
-}
-
-TEST_CASE("one arena description: the tensor list, the offsets and the asyncps layout agree", "[model]") {
-  const auto layout = nn::mnist_cnn_layout();
-  const auto& specs = nn::mnist_cnn_tensors();
-  REQUIRE(layout.tensors().size() == static_cast<std::size_t>(nn::kMnistCnnTensors));
-  REQUIRE(specs.size() == layout.tensors().size());
-  CHECK(layout.size() == nn::kMnistCnnParams);
-  for (int i = 0; i < nn::kMnistCnnTensors; ++i) {
-    const auto& t = layout.tensors()[static_cast<std::size_t>(i)];
-    CHECK(t.name == nn::kMnistCnnArena[i].name);
-    CHECK(t.name == specs[static_cast<std::size_t>(i)].name);
-    CHECK(t.offset == nn::mnist_cnn_offset(i));
-    CHECK(t.size == specs[static_cast<std::size_t>(i)].size());
-  }
-  CHECK(nn::mnist_cnn_offset(nn::kFcW) == 3 * 3 * 1 * 8 + 8 + 3 * 3 * 8 * 16 + 16);  // the backends' old literal
 }
