@@ -1,5 +1,5 @@
 // libFuzzer target: asyncps::detail::parse_index, the checkpoint index parser.
-// Contract (lib/asyncps/checkpoint_format.h): on any bytes it returns or throws CheckpointError;
+// Contract (lib/asyncps/checkpoint/checkpoint_format.h): on any bytes it returns or throws CheckpointError;
 // what it returns has one entry per server, plain shard names, and shards that tile the arena.
 // Anything else (another exception, a crash, a sanitizer report, a broken promise) is a finding.
 // Each input is parsed twice: as it is, and with its last 8 bytes replaced by the checksum of the

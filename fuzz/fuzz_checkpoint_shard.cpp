@@ -1,6 +1,6 @@
 // libFuzzer target: asyncps::detail::parse_shard, the checkpoint shard parser, against a fixed
 // two-tensor layout (fuzz_common.h).
-// Contract (lib/asyncps/checkpoint_format.h): on any bytes it returns or throws CheckpointError,
+// Contract (lib/asyncps/checkpoint/checkpoint_format.h): on any bytes it returns or throws CheckpointError,
 // and allocates no more than the bytes it is given (scripts/run-fuzzers.sh caps malloc); what it
 // returns is of this layout and holds `count` floats (and as many shadow floats, or none).
 // Anything else is a finding. Each input is parsed as it is and with its checksum made right.

@@ -7,7 +7,6 @@
 //   if (!shadow.load(ema)) ema = params;  // false: the servers hold none (a fresh job)
 //   ... shadow.store(ema) now and then ...
 #pragma once
-#include <memory>
 #include <span>
 
 #include "asyncps/worker_client.h"
@@ -16,10 +15,8 @@ namespace asyncps {
 
 class ShadowStore {
  public:
-  explicit ShadowStore(WorkerClient& worker);  // it must outlive this
-  ~ShadowStore();  // completes a store still in flight (unless the worker has drained)
-  ShadowStore(const ShadowStore&) = delete;
-  ShadowStore& operator=(const ShadowStore&) = delete;
+  // The worker must outlive it; its drain() completes a store still in flight.
+  explicit ShadowStore(WorkerClient& worker);
   // Copies `shadow` (layout().size() floats) to the servers (the first store completes before
   // the servers call the shadow valid; later ones in the background, each element whole).
   void store(std::span<const float> shadow);
@@ -27,9 +24,9 @@ class ShadowStore {
   bool load(std::span<float> shadow);
 
  private:
-  class State;  // its staging copy and requests in flight
+  class State;  // its staging copy and requests in flight, held by the worker's transport
   WorkerClient& worker_;
-  std::unique_ptr<State> state_;
+  State* state_;
 };
 
 }  // namespace asyncps

@@ -23,7 +23,6 @@
 //        worker's clock - staleness, then claims and pulls; end_step is async's plus a clock tick.
 #pragma once
 #include <cstdint>
-#include <memory>
 #include <optional>
 #include <span>
 
@@ -52,12 +51,10 @@ struct StepEnd {
 
 class StepLoop {
  public:
-  // One per WorkerClient, which must outlive it. Destroyed before the worker drains, it first
-  // completes what it has in flight (a prefetched claim is given back).
+  // The worker must outlive it. Its state (the clock, a prefetched claim, the last push) is the
+  // worker's: a second StepLoop on the same worker goes on where the first stopped, and the
+  // worker's drain() completes what is in flight.
   explicit StepLoop(WorkerClient& worker);
-  ~StepLoop();
-  StepLoop(const StepLoop&) = delete;
-  StepLoop& operator=(const StepLoop&) = delete;
 
   // Returns nothing once the global step has reached `limit` (or a worker halted); in
   // async/ssp the step it returns is already this worker's, so end_step always lands.
@@ -80,7 +77,7 @@ class StepLoop {
 
  private:
   WorkerClient& worker_;
-  std::unique_ptr<detail::StepMode> mode_;  // its state: one strategy per Options::mode
+  detail::StepMode* mode_;  // its state: one strategy per Options::mode, held by the worker's transport
 };
 
 }  // namespace asyncps

@@ -100,6 +100,63 @@ TEST_CASE("async steps apply exactly the limit: next claim and pull prefetched (
   run(true);
 }
 
+// A StepLoop is a view: its state (the clock, the prefetched claim and pull, the deferred push)
+// is the worker's. One that goes out of scope mid-job with a prefetch in flight leaves it to the
+// worker; a second StepLoop goes on where the first stopped (its clock too), and the job still
+// applies exactly `limit` updates, each recorded once in the staleness report.
+TEST_CASE("a second StepLoop on a worker goes on where the first stopped (overlap in flight)", "[mpi][exactness]") {
+  const std::size_t arena = 9098;
+  const std::int64_t limit = 200;
+  ParamLayout layout;
+  layout.add("arena", {static_cast<std::int64_t>(arena)});
+  Session session(MPI_COMM_WORLD, layout, {.num_servers = 1, .overlap = true});
+  const Roles& roles = session.roles();
+  if (roles.is_server()) {
+    ParameterServer ps(session, std::vector<float>(arena, 0.f));
+    ps.serve();
+    CHECK(ps.final_step() == limit);
+    const std::vector<long long> applied = test::gather_to_all({-1});
+    std::size_t wrong = 0;
+    const auto shard = ps.snapshot();
+    for (std::size_t i = 0; i < shard.size(); ++i) {
+      float expect = 0;
+      for (int w = 0; w < roles.num_workers(); ++w)
+        expect += static_cast<float>(applied[static_cast<std::size_t>(roles.num_servers + w)]) * increment(w, i);
+      wrong += shard[i] != expect;
+    }
+    CHECK(wrong == 0);
+    return;
+  }
+  WorkerClient w(session);
+  std::vector<float> params(arena), grad(arena);
+  for (std::size_t i = 0; i < arena; ++i) grad[i] = increment(roles.worker_index(), i);
+  long long applied = 0;
+  std::int64_t first_clock = 0;
+  {
+    StepLoop steps(w);
+    for (int k = 0; k < 10; ++k) {
+      auto s = steps.begin_step(params, limit);
+      REQUIRE(s);
+      CHECK(s->clock == k);
+      CHECK(steps.end_step(grad, 1.0f).applied);
+      ++applied;
+    }
+    first_clock = 10;
+  }  // the next claim and pull are in flight now, and the last push
+  StepLoop steps(w);
+  bool first = true;
+  while (auto s = steps.begin_step(params, limit)) {
+    if (first) CHECK(s->clock == first_clock);  // the worker's clock, not a new one
+    first = false;
+    CHECK(steps.end_step(grad, 1.0f).applied);
+    ++applied;
+  }
+  w.finish();
+  CHECK(steps.final_step() == limit);
+  (void)test::gather_to_all({applied});
+  if (roles.is_chief()) CHECK(steps.job_staleness().count() == static_cast<std::uint64_t>(limit));
+}
+
 // The non-finite guard covers what would be pushed: a finite gradient times a finite scale that
 // overflows float is never pushed (it still spends its step, so the job ends on schedule).
 TEST_CASE("an update whose scale * grad overflows float is never pushed", "[mpi][nonfinite]") {

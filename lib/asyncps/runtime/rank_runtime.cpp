@@ -31,14 +31,13 @@ void RankRuntime::ready(const std::string& problem) {
   liveness_.beat();
 }
 
-JobEnd RankRuntime::end(ServerCheckpointer* ckpt, const StalenessHistogram& mine,
-                        const std::function<void()>& before_free) {
+void RankRuntime::end(JobEnd& out, ServerCheckpointer* ckpt, const StalenessHistogram& mine,
+                      const std::function<void()>& before_free) {
   const StallWatch watch(watch_timeout(session_.options().stall_timeout),
                          session_.role_name() + " at the end of the job (final checkpoint, staleness, timeline, freeing "
                                                 "the windows: collective with every rank)");
   if (session_.roles().is_worker()) channel_.end_epochs();
   else ASYNCPS_MPI_CHECK(MPI_Win_sync(channel_.windows().params.get()));
-  JobEnd out;
   const auto t0 = Timeline::Clock::now();
   out.state = finish_job(session_, control_, ckpt);  // the final checkpoint
   if (ckpt) timeline_.span("final save", t0, Timeline::Clock::now());
@@ -46,7 +45,6 @@ JobEnd RankRuntime::end(ServerCheckpointer* ckpt, const StalenessHistogram& mine
   write_timeline(session_, timeline_);
   if (before_free) before_free();
   channel_.close();  // the job's end, where every rank is: the one place windows are freed
-  return out;
 }
 
 StalenessHistogram allreduce_staleness(MPI_Comm comm, const StalenessHistogram& mine) {

@@ -44,8 +44,10 @@ class RankRuntime {
   // Collective, after the shutdown barrier: `ckpt` (servers; null on workers) writes the final
   // checkpoint; `mine` is this rank's staleness; `before_free` runs just before the windows are
   // freed (a server copies its final shard out). Workers end their epochs first (their last
-  // operations complete there).
-  JobEnd end(ServerCheckpointer* ckpt, const StalenessHistogram& mine, const std::function<void()>& before_free = {});
+  // operations complete there). `out` is filled as each stage ends (a failure later, in the
+  // timeline's write say, leaves the final state known).
+  void end(JobEnd& out, ServerCheckpointer* ckpt, const StalenessHistogram& mine,
+           const std::function<void()>& before_free = {});
 
   Session& session() noexcept { return session_; }
   RmaChannel& channel() noexcept { return channel_; }

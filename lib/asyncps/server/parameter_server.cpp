@@ -131,7 +131,7 @@ void ParameterServer::serve(const std::function<void()>& tick) {
     if (t1 - t0 > std::chrono::microseconds(100)) m.rt.timeline().span("checkpoint", t0, t1);  // a save, not a check
   });
   liveness.finished();  // the last heartbeat completed before the job's end
-  m.end = m.rt.end(m.ckpt.get(), StalenessHistogram{}, [&] {
+  m.rt.end(m.end, m.ckpt.get(), StalenessHistogram{}, [&] {
     const float* mine = m.win().params.data<float>();
     m.final_shard.assign(mine, mine + shard().size);
     m.ckpt.reset();

@@ -53,13 +53,12 @@ std::int64_t ControlBlock::read(int slot) {
 // ---- workers ---------------------------------------------------------------------------------
 
 void ControlBlock::claim(JobProgress& out, RmaBatch& batch) {
-  static_assert(sizeof(JobProgress) == 4 * sizeof(std::int64_t));
-  auto* v = reinterpret_cast<std::int64_t*>(&out);
+  std::int64_t* v = out.slots;
   if (batch.by_request) {
-    channel_->fetch_slots(kGlobalStep, kClaimAdd, v, 4, MPI_SUM, batch);
+    channel_->fetch_slots(kGlobalStep, claim_add_, v, 4, MPI_SUM, batch);
     return;
   }
-  channel_->fetch_slots(kGlobalStep, kClaimAdd, v, 1, MPI_SUM, batch);  // a hardware fetch-and-op
+  channel_->fetch_slots(kGlobalStep, claim_add_, v, 1, MPI_SUM, batch);  // a hardware fetch-and-op
   channel_->fetch_slots(kHalt, nullptr, v + 1, 3, MPI_NO_OP, batch);
 }
 
@@ -69,7 +68,7 @@ std::int64_t ControlBlock::global_step() { return read(kGlobalStep); }
 
 JobProgress ControlBlock::progress() {
   JobProgress p;
-  channel_->fetch_now(kGlobalStep, nullptr, reinterpret_cast<std::int64_t*>(&p), 4, MPI_NO_OP);
+  channel_->fetch_now(kGlobalStep, nullptr, p.slots, 4, MPI_NO_OP);
   return p;
 }
 
@@ -84,7 +83,7 @@ void ControlBlock::close_round() {
 }
 
 void ControlBlock::tick_clock(int worker, RmaBatch& batch) {
-  channel_->add_slots(clock_slot(worker), &kOne, 1, MPI_INT64_T, batch);
+  channel_->add_slots(clock_slot(worker), &one_, 1, MPI_INT64_T, batch);
 }
 
 std::int64_t ControlBlock::min_clock() {
@@ -104,13 +103,13 @@ void ControlBlock::mark_shadow_valid() { fetch_add(kShadowValid, 1); }
 // ---- heartbeats -------------------------------------------------------------------------------
 
 void ControlBlock::post_beat(int rank, MPI_Request& request) {
-  ASYNCPS_MPI_CHECK(MPI_Raccumulate(&kOne, 1, MPI_INT64_T, kRank, beat_slot(rank), 1, MPI_INT64_T, MPI_SUM,
+  ASYNCPS_MPI_CHECK(MPI_Raccumulate(&one_, 1, MPI_INT64_T, kRank, beat_slot(rank), 1, MPI_INT64_T, MPI_SUM,
                                     channel_->windows().control.get(), &request));
 }
 
 void ControlBlock::mark_finished(int rank) {
   const MPI_Win w = channel_->windows().control.get();
-  ASYNCPS_MPI_CHECK(MPI_Accumulate(&kFinished, 1, MPI_INT64_T, kRank, beat_slot(rank), 1, MPI_INT64_T, MPI_SUM, w));
+  ASYNCPS_MPI_CHECK(MPI_Accumulate(&finished_, 1, MPI_INT64_T, kRank, beat_slot(rank), 1, MPI_INT64_T, MPI_SUM, w));
   ASYNCPS_MPI_CHECK(MPI_Win_flush(kRank, w));
 }
 

@@ -30,10 +30,11 @@ namespace asyncps::detail {
 
 // What one read of the job's progress returns (the four adjacent slots).
 struct JobProgress {
-  std::int64_t step = 0;   // the global step (a claim: the value before its +1)
-  std::int64_t halt = 0;   // non-zero: a worker asked for a halt
-  std::int64_t done = 0;   // workers drained
-  std::int64_t beat0 = 0;  // server 0's heartbeat
+  std::int64_t slots[4] = {0, 0, 0, 0};  // what MPI writes: the four slots in their order
+  std::int64_t step() const noexcept { return slots[0]; }   // the global step (a claim: the value before its +1)
+  std::int64_t halt() const noexcept { return slots[1]; }   // non-zero: a worker asked for a halt
+  std::int64_t done() const noexcept { return slots[2]; }   // workers drained
+  std::int64_t beat0() const noexcept { return slots[3]; }  // server 0's heartbeat
 };
 
 // A save request as the other servers read it.
@@ -112,8 +113,11 @@ class ControlBlock {
   int beat_slot(int rank) const noexcept;
   RmaChannel* channel_ = nullptr;
   int workers_ = 0, servers_ = 0;
-  static constexpr std::int64_t kClaimAdd[4] = {1, 0, 0, 0};  // origins that outlive their operations
-  static constexpr std::int64_t kOne = 1;
+  // origins that outlive their operations, in writable memory beside the rest (an RDMA
+  // component may register an origin buffer; read-only pages would refuse it)
+  std::int64_t claim_add_[4] = {1, 0, 0, 0};
+  std::int64_t one_ = 1;
+  std::int64_t finished_ = kFinished;
 };
 
 }  // namespace asyncps::detail

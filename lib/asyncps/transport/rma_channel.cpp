@@ -54,10 +54,14 @@ void RmaChannel::read(Table table, float* dst, RmaBatch& batch) {
       ASYNCPS_MPI_CHECK(MPI_Rget(dst + off, n, MPI_FLOAT, target, disp, n, MPI_FLOAT, w, &r));
     batch.requests.push_back(r);
   });
-  if (!batch.by_request) {  // a plain read completes with the flush (a request one by its data)
-    batch.touched |= static_cast<unsigned>(table);
-    pending_ |= static_cast<unsigned>(table);
-  }
+  issued(table, batch, /*write=*/false);  // (a request read completes by its data)
+}
+
+void RmaChannel::issued(Table table, RmaBatch& batch, bool write) noexcept {
+  const auto t = static_cast<unsigned>(table);
+  if (write) writes_ |= t;
+  if (!batch.by_request) unflushed_ |= t;
+  if (write || !batch.by_request) batch.touched |= t;
 }
 
 namespace {
@@ -77,8 +81,7 @@ void RmaChannel::add(Table table, const float* src, RmaBatch& batch) {
   for_each_piece([&](int target, MPI_Aint disp, std::size_t off, int n) {
     accumulate(src + off, MPI_SUM, w, batch, target, disp, n);
   });
-  batch.touched |= static_cast<unsigned>(table);
-  pending_ |= static_cast<unsigned>(table);
+  issued(table, batch, /*write=*/true);
 }
 
 void RmaChannel::replace(Table table, const float* src, RmaBatch& batch) {
@@ -86,8 +89,7 @@ void RmaChannel::replace(Table table, const float* src, RmaBatch& batch) {
   for_each_piece([&](int target, MPI_Aint disp, std::size_t off, int n) {
     accumulate(src + off, MPI_REPLACE, w, batch, target, disp, n);
   });
-  batch.touched |= static_cast<unsigned>(table);
-  pending_ |= static_cast<unsigned>(table);
+  issued(table, batch, /*write=*/true);
 }
 
 void RmaChannel::fetch_slots(int slot, const std::int64_t* add, std::int64_t* result, int count, MPI_Op op,
@@ -106,8 +108,7 @@ void RmaChannel::fetch_slots(int slot, const std::int64_t* add, std::int64_t* re
   else
     ASYNCPS_MPI_CHECK(MPI_Get_accumulate(add, origin_count, MPI_INT64_T, result, count, MPI_INT64_T,
                                          ControlBlock::kRank, slot, count, MPI_INT64_T, op, w));
-  batch.touched |= static_cast<unsigned>(Table::Control);
-  pending_ |= static_cast<unsigned>(Table::Control);
+  issued(Table::Control, batch, /*write=*/false);  // (a fetch's result completes it; plain: the flush)
 }
 
 void RmaChannel::add_slots(int slot, const std::int64_t* add, int count, MPI_Datatype type, RmaBatch& batch) {
@@ -119,8 +120,7 @@ void RmaChannel::add_slots(int slot, const std::int64_t* add, int count, MPI_Dat
   } else {
     ASYNCPS_MPI_CHECK(MPI_Accumulate(add, count, type, ControlBlock::kRank, slot, count, type, MPI_SUM, w));
   }
-  batch.touched |= static_cast<unsigned>(Table::Control);
-  pending_ |= static_cast<unsigned>(Table::Control);
+  issued(Table::Control, batch, /*write=*/true);
 }
 
 void RmaChannel::fetch_now(int slot, const std::int64_t* add, std::int64_t* result, int count, MPI_Op op,
@@ -137,19 +137,24 @@ void RmaChannel::wait(std::vector<MPI_Request>& requests) {
   waiter_.wait_all(requests);
 }
 
+// A flush of a table completes every operation issued on it before: a batch needs one only
+// where no flush has come since its operations (their bit is still set).
+void RmaChannel::flush_needed(unsigned tables) {
+  for (unsigned t = 1; t <= static_cast<unsigned>(Table::Control); t <<= 1)
+    if (tables & (writes_ | unflushed_) & t) flush(static_cast<Table>(t));
+}
+
 void RmaChannel::complete_local(RmaBatch& batch) {
   if (!batch.requests.empty()) wait(batch.requests);
-  if (!batch.by_request) {
-    for (unsigned t = 1; t <= static_cast<unsigned>(Table::Control); t <<= 1)
-      if (batch.touched & pending_ & t) flush(static_cast<Table>(t));
+  if (!batch.by_request) {  // plain operations: only a flush completes them, locally or not
+    flush_needed(batch.touched);
     batch.touched = 0;
   }
 }
 
 void RmaChannel::complete(RmaBatch& batch) {
   complete_local(batch);
-  for (unsigned t = 1; t <= static_cast<unsigned>(Table::Control); t <<= 1)
-    if (batch.touched & pending_ & t) flush(static_cast<Table>(t));
+  flush_needed(batch.touched);
   batch.touched = 0;
 }
 
@@ -164,12 +169,10 @@ void RmaChannel::flush(Table table) {
     for (const Shard& sh : session_->plan().shards())
       if (sh.size > 0) ASYNCPS_MPI_CHECK(MPI_Win_flush(sh.server, w));
   }
-  pending_ &= ~static_cast<unsigned>(table);
+  writes_ &= ~static_cast<unsigned>(table);
+  unflushed_ &= ~static_cast<unsigned>(table);
 }
 
-void RmaChannel::flush_pending() {
-  for (unsigned t = 1; t <= static_cast<unsigned>(Table::Control); t <<= 1)
-    if (pending_ & t) flush(static_cast<Table>(t));
-}
+void RmaChannel::flush_pending() { flush_needed(~0u); }
 
 }  // namespace asyncps::detail

@@ -14,8 +14,9 @@
 // Blocking calls and tickets pick their batch kind explicitly (RmaBatch::flushed(),
 // RmaBatch::requests()); the step's hot path takes the channel's (batch()).
 //
-// The channel tracks which windows hold writes not yet complete at their targets, so that a
-// flush happens once, where a later read or the end of the job needs it (pending(), flush()).
+// The channel tracks which windows hold writes not yet complete at their targets, and which hold
+// plain operations not yet flushed, so that a flush happens once, where a batch, a later read or
+// the end of the job needs it (pending(), flush()).
 #pragma once
 #include <mpi.h>
 
@@ -41,7 +42,7 @@ enum class Completion { Flush, Request };
 struct RmaBatch {
   bool by_request = true;
   std::vector<MPI_Request> requests;
-  unsigned touched = 0;  // tables whose operations in it a flush completes (writes; every op when flushed)
+  unsigned touched = 0;  // tables a flush must complete it on (writes; every operation when flushed)
   static RmaBatch requests_batch() { return RmaBatch{true, {}, 0}; }
   static RmaBatch flushed() { return RmaBatch{false, {}, 0}; }
   bool empty() const noexcept { return requests.empty() && touched == 0; }
@@ -97,10 +98,10 @@ class RmaChannel {
   // request are complete at the targets only after a later flush (pending()).
   void complete_local(RmaBatch& batch);
   // Whether `table` holds writes of this rank not known complete at the targets.
-  bool pending(Table table) const noexcept { return (pending_ & static_cast<unsigned>(table)) != 0; }
+  bool pending(Table table) const noexcept { return (writes_ & static_cast<unsigned>(table)) != 0; }
   // Completes this rank's operations on `table` at every target (MPI_Win_flush per server).
   void flush(Table table);
-  void flush_pending();  // every table with pending writes
+  void flush_pending();  // every table with writes not known complete, or plain operations not flushed
 
   // Calls op(target, target_disp, arena_offset, count) for each piece of the arena.
   template <class Op>
@@ -129,7 +130,10 @@ class RmaChannel {
   WaitWatch* watch_ = nullptr;
   double flush_timeout_ = 0;
   std::string flush_what_;
-  unsigned pending_ = 0;
+  void issued(Table table, RmaBatch& batch, bool write) noexcept;
+  void flush_needed(unsigned tables);  // flushes those of `tables` an earlier flush has not covered
+  unsigned writes_ = 0;     // tables with writes not known complete at the targets
+  unsigned unflushed_ = 0;  // tables with plain (flush-completed) operations not flushed since
 };
 
 template <class Op>
@@ -146,7 +150,8 @@ template <class Stage>
 void RmaChannel::add_staged(Table table, float* buffer, Stage stage) {
   const MPI_Win w = win_of(table);
   beat();
-  pending_ |= static_cast<unsigned>(table);  // (a stage that throws leaves the pieces before it to a later flush)
+  writes_ |= static_cast<unsigned>(table);  // (a stage that throws leaves the pieces before it to a later flush)
+  unflushed_ |= static_cast<unsigned>(table);
   for_each_piece([&](int target, MPI_Aint disp, std::size_t off, int n) {
     stage(buffer, off, n);
     ASYNCPS_MPI_CHECK(MPI_Accumulate(buffer, n, MPI_FLOAT, target, disp, n, MPI_FLOAT, MPI_SUM, w));

@@ -3,8 +3,6 @@
 
 #include <vector>
 
-#include "asyncps/mpi_environment.h"
-#include "core/check.h"
 #include "worker/worker_transport.h"
 
 namespace asyncps {
@@ -15,8 +13,7 @@ using detail::Table;
 // in the background; drain() settles them).
 class ShadowStore::State final : public detail::WorkerLayer {
  public:
-  explicit State(detail::WorkerTransport& t) : t(t), batch(detail::RmaBatch::requests_batch()) { t.attach(this); }
-  ~State() override { t.detach(this); }
+  explicit State(detail::WorkerTransport& t) : t(t), batch(detail::RmaBatch::requests_batch()) {}
   void settle() override { t.channel().complete(batch); }
 
   detail::WorkerTransport& t;
@@ -25,18 +22,9 @@ class ShadowStore::State final : public detail::WorkerLayer {
   bool stored = false;  // the first store (which sets the servers' flag) is done
 };
 
-ShadowStore::ShadowStore(WorkerClient& worker) : worker_(worker) {
-  state_ = std::make_unique<State>(worker.transport());
-}
-
-ShadowStore::~ShadowStore() {
-  if (!state_ || state_->t.drained() || detail::unwinding()) return;
-  try {
-    state_->settle();  // its copy goes now: the store in flight completes first
-  } catch (const std::exception& e) {
-    abort_job((std::string("ShadowStore: completing its store failed: ") + e.what()).c_str());
-  }
-}
+ShadowStore::ShadowStore(WorkerClient& worker)
+    : worker_(worker),
+      state_(&worker.transport().layer<State>([&] { return std::make_unique<State>(worker.transport()); })) {}
 
 void ShadowStore::store(std::span<const float> shadow) {
   State& st = *state_;

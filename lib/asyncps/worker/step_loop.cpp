@@ -1,28 +1,15 @@
 // defines: StepLoop (the step policy's public face: checks, then the mode's strategy)
 #include "asyncps/step_loop.h"
 
-#include "asyncps/mpi_environment.h"
-#include "core/check.h"
 #include "worker/step_modes.h"
 
 namespace asyncps {
 
 using detail::WorkerTransport;
 
-StepLoop::StepLoop(WorkerClient& worker) : worker_(worker) {
-  mode_ = detail::make_step_mode(worker);
-}
-
-StepLoop::~StepLoop() {
-  // Its buffers go now: nothing may still be in flight into them (a worker that drained has
-  // settled it already; an exception unwinding means the job aborts).
-  if (!mode_ || mode_->transport().drained() || detail::unwinding()) return;
-  try {
-    mode_->settle();
-  } catch (const std::exception& e) {
-    abort_job((std::string("StepLoop: completing its operations failed: ") + e.what()).c_str());
-  }
-}
+StepLoop::StepLoop(WorkerClient& worker)
+    : worker_(worker),
+      mode_(&worker.transport().layer<detail::StepMode>([&] { return detail::make_step_mode(worker); })) {}
 
 std::optional<StepStart> StepLoop::begin_step(std::span<float> params, std::int64_t limit) {
   WorkerTransport& t = worker_.transport();

@@ -17,17 +17,13 @@ StepMode::StepMode(WorkerClient& worker)
       t_(worker.transport()),
       ch_(t_.channel()),
       control_(t_.control()),
-      push_batch_(ch_.batch()) {
-  t_.attach(this);
-}
-
-StepMode::~StepMode() { t_.detach(this); }
+      push_batch_(ch_.batch()) {}
 
 bool StepMode::job_complete(std::int64_t limit) {
   const JobProgress p = control_.progress();
-  t_.liveness().saw_server0(p.beat0);
-  last_seen_step_ = p.step;
-  return p.step >= limit || p.halt != 0 || (drained_ends_job_ && p.done != 0);
+  t_.liveness().saw_server0(p.beat0());
+  last_seen_step_ = p.step();
+  return p.step() >= limit || p.halt() != 0 || (drained_ends_job_ && p.done() != 0);
 }
 
 template <class Ready>
@@ -155,17 +151,17 @@ class ClaimedSteps : public StepMode {
     }
     complete_push();  // (usually long complete: it left before the claim and pull)
     if (t_.options().dc_lambda > 0) dc_read_.assign(params.begin(), params.end());  // w_read
-    t_.liveness().saw_server0(got->beat0);
-    resolve(got->step);
+    t_.liveness().saw_server0(got->beat0());
+    resolve(got->step());
     ++t_.stats().pulls;
     t_.stats().pull_seconds += seconds_since(t0);
     t_.timeline().span(prefetch_ ? "claim+pull (prefetched)" : "claim+pull", t0, WorkerClock::now());
-    if (got->step + 1 > limit || got->halt != 0) {  // the job is complete (or halted): give the step back
+    if (got->step() + 1 > limit || got->halt() != 0) {  // the job is complete (or halted): give the step back
       control_.give_back();
       return std::nullopt;
     }
-    current_claim_ = got->step + 1;
-    begin_global_step_ = got->step;
+    current_claim_ = got->step() + 1;
+    begin_global_step_ = got->step();
     if (prefetch_) {
       // the next step's claim and pull fly during this compute (its parameters miss this step's
       // own update: one step more staleness, which the report counts)
@@ -224,7 +220,7 @@ class ClaimedSteps : public StepMode {
     if (prefetching_) {
       ch_.complete(prefetch_batch_);
       prefetching_ = false;
-      resolve(claim_next_.step);
+      resolve(claim_next_.step());
       control_.give_back();
     }
     complete_push();

@@ -7,7 +7,7 @@
 //                 next begin_step (Options::overlap: the next claim and pull prefetched too)
 //   BoundedSteps  ssp: ClaimedSteps behind a gate (the slowest clock within `staleness`), with
 //                 a clock tick beside each push
-// Each is a WorkerLayer: the transport's drain() asks it to settle what it has in flight.
+// Each is a WorkerLayer, held by the transport: its drain() asks it to settle what is in flight.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -23,7 +23,6 @@ namespace asyncps::detail {
 class StepMode : public WorkerLayer {
  public:
   explicit StepMode(WorkerClient& worker);
-  ~StepMode() override;  // detaches (its owner settles it first: see StepLoop's destructor)
   StepMode(const StepMode&) = delete;
   StepMode& operator=(const StepMode&) = delete;
 
@@ -59,7 +58,7 @@ class StepMode : public WorkerLayer {
   RmaBatch push_batch_;            // that push (and the SSP clock tick)
 };
 
-// The strategy Options::mode names, attached to `worker`'s transport.
+// The strategy Options::mode names, for `worker` (its transport holds it: WorkerTransport::layer).
 std::unique_ptr<StepMode> make_step_mode(WorkerClient& worker);
 
 }  // namespace asyncps::detail

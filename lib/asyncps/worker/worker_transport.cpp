@@ -168,23 +168,20 @@ void WorkerTransport::wait_all() {
   while (!pending_.empty()) wait(pending_.begin()->first);
 }
 
-void WorkerTransport::attach(WorkerLayer* layer) { layers_.push_back(layer); }
-void WorkerTransport::detach(WorkerLayer* layer) noexcept { std::erase(layers_, layer); }
-
 void WorkerTransport::drain() {
   rt_session().check_thread("WorkerClient::drain");
   if (drained_) return;
   end_compute();
   wait_all();
-  for (WorkerLayer* layer : layers_) layer->settle();  // a prefetched claim given back, pushes completed
+  for (const auto& layer : layers_) layer->settle();  // a prefetched claim given back, pushes completed
   channel().flush_pending();
   // A worker that is done no longer holds anyone back in SSP: its clock jumps far ahead.
   control().retire(worker_index_);
   drained_ = true;
   for (;;) {
     const JobProgress p = control().progress();
-    liveness().saw_server0(p.beat0);
-    if (p.done >= num_workers_) break;  // (every fetch beats)
+    liveness().saw_server0(p.beat0());
+    if (p.done() >= num_workers_) break;  // (every fetch beats)
     std::this_thread::sleep_for(std::chrono::microseconds(200));
   }
   liveness().finished();  // silent from now on by right
@@ -204,9 +201,9 @@ void WorkerTransport::finish() {
   wait_sleeping(done, 200, [&] {
     if (!liveness().enabled() || WorkerClock::now() - last_look < std::chrono::milliseconds(250)) return;
     last_look = WorkerClock::now();
-    liveness().saw_server0(control().progress().beat0);
+    liveness().saw_server0(control().progress().beat0());
   });
-  end_ = rt_.end(nullptr, staleness_);  // the final checkpoint, staleness, timeline, windows freed
+  rt_.end(end_, nullptr, staleness_);  // the final checkpoint, staleness, timeline, windows freed
 }
 
 void WorkerTransport::begin_compute() noexcept {

@@ -2,11 +2,13 @@
 // A worker's transport: the rank's runtime (windows, control block, heartbeats, timeline), the
 // completion strategy chosen for its step (RmaChannel), its tickets and statistics. WorkerClient
 // is its public face; the layers above (StepLoop, ShadowStore) reach it through
-// WorkerClient::transport() and use only what is declared here. They keep their own state and
-// register as WorkerLayers, so that drain() can ask them to settle what they have in flight.
+// WorkerClient::transport() and use only what is declared here. Each keeps its state in a
+// WorkerLayer of its own type, which the transport holds (layer()), so that drain() can ask it to
+// settle what it has in flight and its buffers live as long as the windows.
 #pragma once
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -60,8 +62,18 @@ class WorkerTransport {
   void finish();
 
   // ---- for the layers -------------------------------------------------------------------------
-  void attach(WorkerLayer* layer);
-  void detach(WorkerLayer* layer) noexcept;
+  // The layer of type L on this worker: made by `make()` (a std::unique_ptr<L>) on first use,
+  // the same one afterwards (its state is the worker's, as its slots in the control block are:
+  // a second StepLoop on one worker goes on where the first stopped).
+  template <class L, class Make>
+  L& layer(Make make) {
+    for (const auto& l : layers_)
+      if (auto* found = dynamic_cast<L*>(l.get())) return *found;
+    std::unique_ptr<L> made = make();
+    L& ref = *made;
+    layers_.push_back(std::move(made));
+    return ref;
+  }
   Session& session() noexcept { return rt_.session(); }
   const Options& options() const noexcept { return options_; }
   std::size_t arena() const noexcept { return arena_; }
@@ -99,7 +111,7 @@ class WorkerTransport {
   WorkerStats stats_;
   StalenessHistogram staleness_;
   JobEnd end_;
-  std::vector<WorkerLayer*> layers_;
+  std::vector<std::unique_ptr<WorkerLayer>> layers_;
   std::unordered_map<Ticket, Pending> pending_;
   Ticket next_ticket_ = 1;
   std::vector<std::vector<float>> staging_;  // push_async's scale*grad copies: a pool, reused
