@@ -1,4 +1,4 @@
-// defines: asyncps::detail::scale_into_finite, dc_correct, all_finite
+// defines: asyncps::detail::scale_into_finite, dc_correct, all_finite, AlignedFloats
 // The library's only loops over whole gradients (staging scale * grad before a push, and the
 // non-finite guard on what is pushed). libasyncps is built for plain x86-64 (no -march: the
 // installed library runs on any x86-64 CPU); these are compiled several times (GCC's
@@ -6,8 +6,29 @@
 // CPU it runs on (an ifunc), so staging keeps the speed -march=native gave it.
 #pragma once
 #include <cstddef>
+#include <new>
+#include <vector>
 
 namespace asyncps::detail {
+
+// The library's staging buffers (what scale_into_finite writes and MPI reads) start on a cache
+// line: a vector store that straddles two lines costs about twice one that does not, and
+// malloc's 16-byte alignment made the staging speed depend on where the allocation fell.
+template <class T>
+struct CacheAligned {
+  using value_type = T;
+  static constexpr std::align_val_t kAlign{64};
+  CacheAligned() = default;
+  template <class U>
+  CacheAligned(const CacheAligned<U>&) noexcept {}
+  T* allocate(std::size_t n) { return static_cast<T*>(::operator new(n * sizeof(T), kAlign)); }
+  void deallocate(T* p, std::size_t n) noexcept { ::operator delete(p, n * sizeof(T), kAlign); }
+};
+template <class T, class U>
+bool operator==(const CacheAligned<T>&, const CacheAligned<U>&) noexcept {
+  return true;  // stateless: any one frees what another allocated
+}
+using AlignedFloats = std::vector<float, CacheAligned<float>>;
 
 // out[i] = scale * in[i] for i in [0, n) (out and in may not overlap); true when every out[i] is
 // finite. One pass: what a push stages is checked as it is written.

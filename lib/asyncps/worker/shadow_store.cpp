@@ -3,6 +3,7 @@
 
 #include <vector>
 
+#include "core/vector_ops.h"
 #include "worker/worker_transport.h"
 
 namespace asyncps {
@@ -18,7 +19,7 @@ class ShadowStore::State final : public detail::WorkerLayer {
 
   detail::WorkerTransport& t;
   detail::RmaBatch batch;
-  std::vector<float> stage;
+  detail::AlignedFloats stage;
   bool stored = false;  // the first store (which sets the servers' flag) is done
 };
 

@@ -118,7 +118,7 @@ class SyncRounds final : public StepMode {
   }
 
   std::int64_t version_base_ = -1;  // the version when this worker took its first step
-  std::vector<float> sum_;          // the round's summed update, fetched by the applier
+  AlignedFloats sum_;               // the round's summed update, fetched by the applier
 };
 
 // ---- async ------------------------------------------------------------------------------------
@@ -258,13 +258,13 @@ class ClaimedSteps : public StepMode {
   JobProgress claim_now_, claim_next_;  // what this step's claim and the prefetched one read
   std::int64_t current_claim_ = 0;      // the global step this worker's update will take
   RmaBatch step_batch_, prefetch_batch_;
-  std::vector<float> prefetch_params_;
+  AlignedFloats prefetch_params_;
   bool prefetching_ = false;
   // Staleness is known once a later claim reports how many steps were claimed meanwhile:
   std::vector<std::int64_t> unresolved_;  // steps pushed, not yet given to a claim
   std::vector<std::int64_t> resolving_;   // steps the claim in flight will resolve
   // DC-ASGD: the parameters the gradient was computed at, the arena read again, the result
-  std::vector<float> dc_read_, dc_now_, dc_grad_;
+  AlignedFloats dc_read_, dc_now_, dc_grad_;
 };
 
 // ---- ssp --------------------------------------------------------------------------------------

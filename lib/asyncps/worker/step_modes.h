@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "asyncps/step_loop.h"
+#include "core/vector_ops.h"
 #include "worker/worker_transport.h"
 
 namespace asyncps::detail {
@@ -54,7 +55,7 @@ class StepMode : public WorkerLayer {
   std::int64_t clock_ = 0;         // this worker's completed steps
   std::int64_t begin_global_step_ = 0;
   std::int64_t last_seen_step_ = 0;
-  std::vector<float> push_stage_;  // scale*grad of the last push (whole arena)
+  AlignedFloats push_stage_;     // scale*grad of the last push (whole arena)
   RmaBatch push_batch_;            // that push (and the SSP clock tick)
 };
 

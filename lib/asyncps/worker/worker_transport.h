@@ -17,6 +17,7 @@
 #include "asyncps/error.h"
 #include "asyncps/staleness.h"
 #include "asyncps/worker_client.h"
+#include "core/vector_ops.h"
 #include "runtime/rank_runtime.h"
 
 namespace asyncps::detail {
@@ -114,9 +115,9 @@ class WorkerTransport {
   std::vector<std::unique_ptr<WorkerLayer>> layers_;
   std::unordered_map<Ticket, Pending> pending_;
   Ticket next_ticket_ = 1;
-  std::vector<std::vector<float>> staging_;  // push_async's scale*grad copies: a pool, reused
+  std::vector<AlignedFloats> staging_;        // push_async's scale*grad copies: a pool, reused
   std::vector<int> free_staging_;
-  std::vector<float> push_buffer_;           // blocking push's scale*grad, one piece at a time
+  AlignedFloats push_buffer_;                // blocking push's scale*grad, one piece at a time
   WorkerClock::time_point compute_since_{};
   bool computing_ = false;
 };
