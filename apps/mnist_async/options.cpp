@@ -197,8 +197,8 @@ std::optional<Config> parse_config(int argc, char** argv, bool print_help) {
     ("no_restore", po::bool_switch()->notifier([&lib](bool no) { lib.checkpoint.restore = !no; }),
      "do not resume from the checkpoints in --logdir (they are kept)")
     ("overlap", po::bool_switch(&lib.overlap),
-     "async: the next step's claim and pull fly while this gradient is computed, and the push while the next one is "
-     "(one step more staleness); ssp: the push only")
+     "async only: the next step's claim and pull fly while this gradient is computed (one step more staleness); "
+     "the push flies during the next compute with or without it")
     ("timeline", po::value(&lib.timeline),
      "write every rank's spans (pull, compute, push, waits, server activity, saves) here as Chrome trace-event JSON "
      "(Perfetto, chrome://tracing); written by rank 0 at the end")

@@ -49,8 +49,8 @@ struct Options {
   // Delay-compensated updates (DC-ASGD, Zheng et al., ICML 2017), async/ssp: end_step reads the
   // arena again and pushes g + dc_lambda * g*g*(w_now - w_read) instead of g. 0: off.
   float dc_lambda = 0;
-  // async: the next step's claim and pull are prefetched during this compute and the push flies
-  // during the next one (one step more staleness); ssp: only the push is deferred
+  // async only: the next step's claim and pull are prefetched during this compute (one step more
+  // staleness). (Every mode but sync already sends a step's push during the next compute.)
   bool overlap = false;
   PullMethod pull = PullMethod::GetAccumulate;
   ServerProgress server_progress = ServerProgress::Auto;

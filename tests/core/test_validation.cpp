@@ -113,6 +113,11 @@ TEST_CASE("options that would have no effect are refused", "[validation]") {
   o.overlap = true;
   refused(o, "Options::overlap");
   o = {};
+  o.mode = Mode::Ssp;  // SSP's push already flies during the next compute: overlap would do nothing
+  o.staleness = 2;
+  o.overlap = true;
+  refused(o, "Options::overlap");
+  o = {};
   o.mode = Mode::Sync;
   o.dc_lambda = 0.5f;
   refused(o, "Options::dc_lambda");

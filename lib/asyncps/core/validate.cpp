@@ -45,7 +45,10 @@ void validate(const Options& o) {
   require(o.dc_lambda == 0 || o.mode != Mode::Sync,
           "Options::dc_lambda is for async and ssp: sync mode has no delay to compensate");
   require(!(o.overlap && o.mode == Mode::Sync),
-          "Options::overlap is for async and ssp: a sync round cannot start before the last one is applied");
+          "Options::overlap is for async: a sync round cannot start before the last one is applied");
+  require(!(o.overlap && o.mode == Mode::Ssp),
+          "Options::overlap is for async: it would have no effect in SSP, whose push already flies during the "
+          "next compute (and whose next claim waits for the clock bound)");
   require(o.pull == PullMethod::GetAccumulate || o.pull == PullMethod::Get,
           "Options::pull is not one of GetAccumulate, Get (got " + std::to_string(static_cast<int>(o.pull)) + ")");
   require(o.server_progress == ServerProgress::Auto || o.server_progress == ServerProgress::Poll ||
