@@ -22,7 +22,7 @@ struct CacheAligned {
   template <class U>
   CacheAligned(const CacheAligned<U>&) noexcept {}
   T* allocate(std::size_t n) { return static_cast<T*>(::operator new(n * sizeof(T), kAlign)); }
-  void deallocate(T* p, std::size_t n) noexcept { ::operator delete(p, n * sizeof(T), kAlign); }
+  void deallocate(T* p, std::size_t) noexcept { ::operator delete(p, kAlign); }
 };
 template <class T, class U>
 bool operator==(const CacheAligned<T>&, const CacheAligned<U>&) noexcept {
