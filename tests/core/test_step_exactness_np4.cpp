@@ -37,6 +37,24 @@ std::size_t final_arena_nonfinite(WorkerClient& w, std::vector<float>& params) {
   return n;
 }
 
+// Server side: every worker's count of applied updates (gathered from the workers, which send
+// theirs after finish()); they must add up to `limit`, and the arena must be exactly their sum.
+void check_arena_is_the_sum(ParameterServer& ps, const Roles& roles, std::int64_t limit) {
+  const std::vector<long long> applied = test::gather_to_all({-1});
+  long long total = 0;
+  for (long long a : applied) total += a > 0 ? a : 0;
+  CHECK(total == limit);
+  const auto shard = ps.snapshot();
+  std::size_t wrong = 0;
+  for (std::size_t i = 0; i < shard.size(); ++i) {
+    float expect = 0;
+    for (int w = 0; w < roles.num_workers(); ++w)
+      expect += static_cast<float>(applied[static_cast<std::size_t>(roles.num_servers + w)]) * increment(w, i);
+    wrong += shard[i] != expect;
+  }
+  CHECK(wrong == 0);
+}
+
 void run(bool overlap) {
   const std::size_t arena = 9098;  // the MNIST arena's size
   const std::int64_t limit = static_cast<std::int64_t>(test::env_size("ASYNCPS_TEST_STEPS", 600));
@@ -49,20 +67,7 @@ void run(bool overlap) {
     ParameterServer ps(session, std::vector<float>(arena, 0.f));
     ps.serve();
     CHECK(ps.final_step() == limit);
-    // every worker's count of applied updates: the arena must be exactly their sum
-    const std::vector<long long> applied = test::gather_to_all({-1});
-    long long total = 0;
-    for (long long a : applied) total += a > 0 ? a : 0;
-    CHECK(total == limit);
-    const auto shard = ps.snapshot();
-    std::size_t wrong = 0;
-    for (std::size_t i = 0; i < shard.size(); ++i) {
-      float expect = 0;
-      for (int w = 0; w < roles.num_workers(); ++w)
-        expect += static_cast<float>(applied[static_cast<std::size_t>(roles.num_servers + w)]) * increment(w, i);
-      wrong += shard[i] != expect;
-    }
-    CHECK(wrong == 0);
+    check_arena_is_the_sum(ps, roles, limit);
     return;
   }
   WorkerClient w(session);
@@ -115,16 +120,7 @@ TEST_CASE("a second StepLoop on a worker goes on where the first stopped (overla
     ParameterServer ps(session, std::vector<float>(arena, 0.f));
     ps.serve();
     CHECK(ps.final_step() == limit);
-    const std::vector<long long> applied = test::gather_to_all({-1});
-    std::size_t wrong = 0;
-    const auto shard = ps.snapshot();
-    for (std::size_t i = 0; i < shard.size(); ++i) {
-      float expect = 0;
-      for (int w = 0; w < roles.num_workers(); ++w)
-        expect += static_cast<float>(applied[static_cast<std::size_t>(roles.num_servers + w)]) * increment(w, i);
-      wrong += shard[i] != expect;
-    }
-    CHECK(wrong == 0);
+    check_arena_is_the_sum(ps, roles, limit);
     return;
   }
   WorkerClient w(session);

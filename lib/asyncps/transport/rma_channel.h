@@ -148,8 +148,7 @@ void RmaChannel::for_each_piece(Op op) const {
 
 template <class Stage>
 void RmaChannel::add_staged(Table table, float* buffer, Stage stage) {
-  const MPI_Win w = win_of(table);
-  beat();
+  const MPI_Win w = win_of(table);  // (the closing flush beats)
   writes_ |= static_cast<unsigned>(table);  // (a stage that throws leaves the pieces before it to a later flush)
   unflushed_ |= static_cast<unsigned>(table);
   for_each_piece([&](int target, MPI_Aint disp, std::size_t off, int n) {

@@ -82,11 +82,15 @@ void WorkerTransport::pull(std::span<float> params) {
   timeline().span("pull", t0, WorkerClock::now());
 }
 
+void WorkerTransport::check_push(std::span<const float> grad, float scale, const char* call) const {
+  enter(call);
+  check_size(grad.size(), call);
+  check_scale(scale, call);
+  check_updating(call);
+}
+
 void WorkerTransport::push(std::span<const float> grad, float scale) {
-  enter("WorkerClient::push");
-  check_size(grad.size(), "WorkerClient::push");
-  check_scale(scale, "WorkerClient::push");
-  check_updating("WorkerClient::push");
+  check_push(grad, scale, "WorkerClient::push");
   const auto t0 = WorkerClock::now();
   // Plain MPI_Accumulate (no request objects on the hot path). Each piece (at most chunk_bytes)
   // is scaled into a small staging buffer that stays in cache: one pass over the gradient, not
@@ -119,10 +123,7 @@ int WorkerTransport::take_staging() {
 }
 
 Ticket WorkerTransport::push_async(std::span<const float> grad, float scale) {
-  enter("WorkerClient::push_async");
-  check_size(grad.size(), "WorkerClient::push_async");
-  check_scale(scale, "WorkerClient::push_async");
-  check_updating("WorkerClient::push_async");
+  check_push(grad, scale, "WorkerClient::push_async");
   const auto t0 = WorkerClock::now();
   const int buf = take_staging();
   float* scaled = staging_[static_cast<std::size_t>(buf)].data();

@@ -51,6 +51,8 @@ class WorkerTransport {
   static void check_scale(float scale, const char* call);
   // A step limit: at most 2^62 (drained workers' SSP clocks jump by 2^60; counts never wrap).
   static void check_limit(std::int64_t limit, const char* call);
+  // All four checks of a call that sends an update, in that order (thread, size, scale, drain).
+  void check_push(std::span<const float> grad, float scale, const char* call) const;
 
   // ---- WorkerClient's operations (documented in asyncps/worker_client.h) -----------------------
   void pull(std::span<float> params);
