@@ -44,9 +44,11 @@ build: configure
 test: data build test-deps
 	cd $(BUILD) && ctest --output-on-failure --timeout 900
 
-# The demo's logdir is scratch (a fresh run each time); mnist_async itself resumes from the
+# `run` builds only the app (a fresh `make run` need not compile the tests, the CUDA kernels or
+# the Python module). The demo's logdir is scratch (a fresh run each time); mnist_async itself resumes from the
 # checkpoints of an existing --logdir, like the tutorial's Supervisor.
-run: data build
+run: data configure
+	cmake --build $(BUILD) -j $(JOBS) --target mnist_async
 	rm -rf $(BUILD)/log_async
 	mpirun -np $(NP) --hostfile $(HOSTFILE) $(BUILD)/bin/mnist_async --data_dir data/mnist --logdir $(BUILD)/log_async $(RUN_ARGS)
 
