@@ -44,9 +44,10 @@ build: configure
 test: data build test-deps
 	cd $(BUILD) && ctest --output-on-failure --timeout 900
 
-# `run` builds only the app (a fresh `make run` need not compile the tests, the CUDA kernels or
-# the Python module). The demo's logdir is scratch (a fresh run each time); mnist_async itself resumes from the
-# checkpoints of an existing --logdir, like the tutorial's Supervisor.
+# `run` builds only the app and what it links (a fresh `make run` skips the tests, the benchmarks
+# and the Python module; the CUDA backend, where CUDA is found, is part of the app). The demo's
+# logdir is scratch (a fresh run each time); mnist_async itself resumes from the checkpoints of an
+# existing --logdir, like the tutorial's Supervisor.
 run: data configure
 	cmake --build $(BUILD) -j $(JOBS) --target mnist_async
 	rm -rf $(BUILD)/log_async
