@@ -32,7 +32,8 @@ prefix=$tmp/prefix
 step() { echo; echo "=== $*"; }
 fail() { echo "FAIL: $*"; exit 1; }
 run_np3() {  # run_np3 EXE: 1 server + 2 workers, under a timeout
-  timeout -k 5 "$limit" "$MPIEXEC" -np 3 --oversubscribe --bind-to none "$1" \
+  local run=(${ASYNCPS_TEST_MPIRUN:-$MPIEXEC --oversubscribe --bind-to none})
+  timeout -k 5 "$limit" "${run[@]}" -np 3 "$1" \
     || fail "$1 under mpirun -np 3 exited with $?"
 }
 

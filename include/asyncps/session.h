@@ -34,8 +34,9 @@ enum class Mode {
 
 // How a server lets one-sided operations complete (see docs/ARCHITECTURE.md "Server progress").
 enum class ServerProgress {
-  Auto,  // Poll when every rank shares one node and pt2pt is not forced (nothing needs the
-         // target there), Wake otherwise
+  Auto,  // Poll where one-sided operations complete without the target (Open MPI on one node,
+         // pt2pt not forced); Wake where they need it between hosts; under the MPICH family on
+         // one node, where they need it too, Poll every 50 us (measured faster than a wake)
   Poll,  // enter MPI every server_poll_us, sleeping in between (0: never sleeps)
   Wake,  // sleep until bytes arrive on one of the process's sockets (TCP), at most
          // server_poll_us; keep entering MPI for server_spin_us after the last arrival
@@ -56,7 +57,8 @@ struct Options {
   ServerProgress server_progress = ServerProgress::Auto;
   // The longest a server sleeps between entries into MPI. -1 (auto): 10 ms, except 1 ms in
   // Wake mode when another rank shares this server's node over shared memory (its messages
-  // wake no socket). See docs/ARCHITECTURE.md "Server progress".
+  // wake no socket), and 50 us when it polls for operations that need it (MPICH on one node).
+  // See docs/ARCHITECTURE.md "Server progress".
   int server_poll_us = -1;
   int server_spin_us = 0;
   // Workers, when the transport needs the target (Wake): spin this long on an outstanding
@@ -109,7 +111,7 @@ class Session {
   // Ranks of the session on this rank's node (this one included).
   int node_ranks() const noexcept { return node_ranks_; }
   // Whether some other rank on this node may talk to this one over shared memory (Open MPI's
-  // vader/sm transport not excluded): its messages wake no socket.
+  // vader/sm transport not excluded; MPICH without MPIR_CVAR_NOLOCAL): its messages wake no socket.
   bool shared_memory_neighbours() const noexcept;
   // Throws ConfigError unless called on the thread that created the Session (`call` names the
   // public call in the message). Every public call of the library on this session checks it.

@@ -14,7 +14,7 @@ make_dir() {  # make_dir NAME: a data dir of links to the good files
 check() {  # check NAME REGEX [FLAG...]
   local start=$(date +%s%N) name=$1 regex=$2
   shift 2
-  timeout -k 2 20 mpirun --oversubscribe --bind-to none -np 2 "$job" --data_dir "$work/$name" --logdir "$work/log" \
+  timeout -k 2 20 ${ASYNCPS_TEST_MPIRUN:-mpirun --oversubscribe --bind-to none} -np 2 "$job" --data_dir "$work/$name" --logdir "$work/log" \
     --no_restore "$@" >"$work/$name.out" 2>&1
   local rc=$? ms=$(( ($(date +%s%N) - start) / 1000000 ))
   echo "$name: [exit $rc after $ms ms] $(grep -m1 '^asyncps:' "$work/$name.out")"

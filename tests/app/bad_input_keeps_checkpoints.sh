@@ -7,7 +7,7 @@ set -u
 job=$1; data=$2; work=$3
 log=$work/log; rm -rf "$work" && mkdir -p "$work"
 fail() { echo "FAIL: $*"; exit 1; }
-mpirun=(mpirun --oversubscribe --bind-to none)
+mpirun=(${ASYNCPS_TEST_MPIRUN:-mpirun --oversubscribe --bind-to none})
 timeout 120 "${mpirun[@]}" -np 2 "$job" --data_dir "$data" --logdir "$log" --training_steps 100 --train_limit 10000 \
   >"$work/setup.out" 2>&1 || { cat "$work/setup.out"; fail "could not make the checkpoint"; }
 before=$(cd "$log" && md5sum ckpt-* | sort)

@@ -9,7 +9,7 @@
 #     errors, exit non-zero within seconds, and leave the files untouched.
 set -u
 job=$1; data=$2; work=$3; bad_config=$4
-mpirun=(mpirun --oversubscribe --bind-to none)
+mpirun=(${ASYNCPS_TEST_MPIRUN:-mpirun --oversubscribe --bind-to none})
 log=$work/ckpt_log; rm -rf "$work" && mkdir -p "$work"
 fail() { echo "FAIL: $*"; exit 1; }
 run() {  # run LABEL ARGS... : output in $work/LABEL.out, exit code in $rc

@@ -15,7 +15,7 @@ mnt=$work/mnt
 umount "$mnt" 2>/dev/null; rm -rf "$work" && mkdir -p "$mnt"
 mount -t tmpfs -o size=2m tmpfs "$mnt" || fail "cannot mount a tmpfs at $mnt (the test needs root)"
 trap 'umount "$mnt" 2>/dev/null' EXIT
-mpirun=(mpirun --oversubscribe --bind-to none)
+mpirun=(${ASYNCPS_TEST_MPIRUN:-mpirun --oversubscribe --bind-to none})
 log=$mnt/log
 fill() { dd if=/dev/zero of="$mnt/filler" bs=16k >/dev/null 2>&1; }  # until ENOSPC
 wait_for() {  # wait_for FILE REGEX SECONDS

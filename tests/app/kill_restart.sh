@@ -14,7 +14,7 @@ newest() { ls "$log"/ckpt-*.index 2>/dev/null | sed 's/.*ckpt-\([0-9]*\)\.index/
 RANDOM=$$
 prev=0
 for k in $(seq 1 "$kills"); do
-  setsid mpirun --oversubscribe --bind-to none -np 3 "$job" "${args[@]}" >"$work/run$k.out" 2>&1 &
+  setsid ${ASYNCPS_TEST_MPIRUN:-mpirun --oversubscribe --bind-to none} -np 3 "$job" "${args[@]}" >"$work/run$k.out" 2>&1 &
   pid=$!
   # wait (up to 60 s) until this run has committed a checkpoint of its own, then a random moment
   for _ in $(seq 600); do
@@ -37,7 +37,7 @@ for k in $(seq 1 "$kills"); do
   prev=$n
 done
 [ "$prev" -gt 0 ] || fail "no checkpoint was ever committed"
-timeout -k 5 300 mpirun --oversubscribe --bind-to none -np 3 "$job" "${args[@]}" >"$work/final.out" 2>&1
+timeout -k 5 300 ${ASYNCPS_TEST_MPIRUN:-mpirun --oversubscribe --bind-to none} -np 3 "$job" "${args[@]}" >"$work/final.out" 2>&1
 rc=$?
 grep -vE '^After [0-9]+ training' "$work/final.out" | head
 [ $rc -eq 0 ] || fail "the final run exited $rc"

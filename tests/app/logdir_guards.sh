@@ -12,7 +12,7 @@ set -u
 job=$1; data=$2; work=$3
 rm -rf "$work" && mkdir -p "$work"
 fail() { echo "FAIL: $*"; exit 1; }
-mpirun=(mpirun --oversubscribe --bind-to none)
+mpirun=(${ASYNCPS_TEST_MPIRUN:-mpirun --oversubscribe --bind-to none})
 log=$work/log
 run() {  # run NAME ARGS...: must exit 0
   local name=$1; shift

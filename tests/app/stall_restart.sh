@@ -8,7 +8,7 @@ set -u
 job=$1; data=$2; work=$3; shift 3
 rm -rf "$work" && mkdir -p "$work"
 fail() { echo "FAIL: $*"; exit 1; }
-mpirun=(mpirun --oversubscribe --bind-to none "$@")
+mpirun=(${ASYNCPS_TEST_MPIRUN:-mpirun --oversubscribe --bind-to none} "$@")
 timeout_s=3
 # stall NAME NP STOP_RANK REGEX ARGS...: starts the job, stops STOP_RANK once training runs
 stall() {
@@ -21,7 +21,7 @@ stall() {
   for _ in $(seq 1 100); do  # the victim's pid, once training has begun
     if grep -q "training steps" "$out" 2>/dev/null; then
       for p in $(pgrep -f "$job --data_dir $data --logdir $log"); do
-        tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$victim" && pid=$p
+        tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qxE "(OMPI_COMM_WORLD_RANK|PMI_RANK)=$victim" && pid=$p
       done
       [ -n "$pid" ] && break
     fi

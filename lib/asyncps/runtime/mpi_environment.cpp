@@ -9,6 +9,7 @@
 
 #include "asyncps/log.h"
 #include "core/check.h"
+#include "transport/mpi_implementation.h"
 
 namespace asyncps {
 
@@ -19,10 +20,8 @@ MpiEnvironment::MpiEnvironment(int* argc, char*** argv) {
     MPI_Query_thread(&provided_);
     return;
   }
-  // Debian sets `osc = ^ucx,pt2pt` in openmpi-mca-params.conf, which leaves no one-sided
-  // component that works between hosts. An environment variable overrides that file; a
-  // user's own choice (OMPI_MCA_osc already set) is left alone.
-  setenv("OMPI_MCA_osc", "^ucx", /*overwrite=*/0);
+  // the implementation's own settings where the user made none (transport/mpi_implementation.h)
+  detail::mpi_implementation().prepare_environment();
   ASYNCPS_MPI_CHECK(MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided_));
   owns_ = true;
 }

@@ -18,6 +18,7 @@
 #include "asyncps/stall_watch.h"
 #include "core/check.h"
 #include "diagnostics/liveness.h"
+#include "transport/mpi_implementation.h"
 #include "transport/string_collectives.h"
 
 namespace asyncps {
@@ -53,19 +54,6 @@ std::array<std::uint64_t, 13> fingerprint(const ParamLayout& layout, const Optio
           static_cast<std::uint64_t>(o.staleness), static_cast<std::uint64_t>(o.staleness_lr),
           static_cast<std::uint64_t>(o.overlap), static_cast<std::uint64_t>(!o.timeline.empty()),
           checkpoint_hash(o.checkpoint), stall, dc};
-}
-
-bool pt2pt_forced() {  // pt2pt chosen by the user on one node (`--mca osc pt2pt`) needs the target as much as TCP does
-  const char* osc = std::getenv("OMPI_MCA_osc");
-  return osc && osc[0] != '^' && std::strstr(osc, "pt2pt");
-}
-
-// Whether ranks on one node may talk over shared memory (no socket wakes the server for them).
-bool shared_memory_btl() {
-  const char* btl = std::getenv("OMPI_MCA_btl");
-  if (!btl || !*btl) return true;
-  const bool has_sm = std::strstr(btl, "vader") || std::strstr(btl, "sm");
-  return btl[0] == '^' ? !has_sm : has_sm;
 }
 
 void check_same_everywhere(MPI_Comm comm, const ParamLayout& layout, const Options& options) {
@@ -150,6 +138,7 @@ Session::Session(MPI_Comm comm, ParamLayout layout, Options options)
   MPI_Comm_rank(comm_, &rank);
   MPI_Comm_size(comm_, &size);
   try {
+    if (std::string why = detail::launch_problem(size); !why.empty()) throw ConfigError(std::move(why));
     agree_valid(comm_, layout_, options_);
     if (size >= 2) check_same_everywhere(comm_, layout_, options_);  // before roles: S may differ
     roles_ = Roles::make(rank, size, options_.num_servers);
@@ -177,14 +166,24 @@ Session::Session(MPI_Comm comm, ParamLayout layout, Options options)
 
 ServerProgress Session::server_progress() const noexcept {
   if (options_.server_progress != ServerProgress::Auto) return options_.server_progress;
-  return single_node_ && !pt2pt_forced() ? ServerProgress::Poll : ServerProgress::Wake;
+  const detail::MpiImplementation& mpi = detail::mpi_implementation();
+  if (!mpi.rma_needs_target(single_node_)) return ServerProgress::Poll;  // it completes without the server
+  // The target must take part. Between hosts the server sleeps until a worker's message wakes it;
+  // on one node under the MPICH family a short poll measures faster than a wake (docs/MULTIHOST.md).
+  if (single_node_ && mpi.family == detail::MpiFamily::Mpich) return ServerProgress::Poll;
+  return ServerProgress::Wake;
 }
 
-bool Session::shared_memory_neighbours() const noexcept { return node_ranks_ > 1 && shared_memory_btl(); }
+bool Session::shared_memory_neighbours() const noexcept {
+  return node_ranks_ > 1 && detail::mpi_implementation().shared_memory_on_node();
+}
 
 int Session::server_poll_us() const noexcept {
   if (options_.server_poll_us >= 0) return options_.server_poll_us;
   if (server_progress() == ServerProgress::Wake && shared_memory_neighbours()) return 1000;
+  // a poll that every worker's operation waits for: short (a poll that only services the clock
+  // and the heartbeats, where operations complete without the server: long)
+  if (server_progress() == ServerProgress::Poll && detail::mpi_implementation().rma_needs_target(single_node_)) return 50;
   return 10000;
 }
 

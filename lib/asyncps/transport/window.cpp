@@ -6,6 +6,7 @@
 
 #include "asyncps/error.h"
 #include "core/check.h"
+#include "transport/mpi_implementation.h"
 
 namespace asyncps::detail {
 
@@ -23,8 +24,7 @@ Window::Window(MPI_Comm comm, std::size_t bytes, int disp_unit, const char* what
     int len = 0;
     MPI_Error_string(rc, text, &len);
     throw MpiError("MPI_Win_allocate", rc,
-                   std::string(what) + " window; between hosts Open MPI needs its pt2pt one-sided component: "
-                   "pass --mca osc ^ucx to mpirun or set OMPI_MCA_osc=^ucx");
+                   std::string(what) + " window; " + mpi_implementation().window_failure_hint());
   }
   bytes_ = bytes;
   MPI_Win_set_errhandler(win_, MPI_ERRORS_RETURN);

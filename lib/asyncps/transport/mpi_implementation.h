@@ -1,0 +1,52 @@
+// defines: asyncps::detail::MpiImplementation, MpiFamily, mpi_implementation, parse_library_version,
+//          launch_problem
+// Everything the library assumes of one MPI implementation, in one place, chosen at run time
+// from MPI_Get_library_version (which MPI allows before MPI_Init):
+//   Open MPI 4.x  on one node osc rdma (shared memory) completes without the target; between
+//                 hosts on TCP only osc pt2pt works, and it needs the target. Debian's
+//                 openmpi-mca-params.conf excludes pt2pt, so the library sets OMPI_MCA_osc=^ucx
+//                 unless the user chose.
+//   Open MPI 5.x  no osc pt2pt; between hosts on TCP osc rdma over btl tcp, which needs the
+//                 target; InfiniBand/RoCE osc ucx. The library sets nothing.
+//   MPICH family  (MPICH, Intel MPI, MVAPICH, Cray MPICH: one ABI) ch4 accumulates and
+//                 fetch-and-ops are messages the target processes, on one node too.
+//   anything else treated as needing the target everywhere (the safe choice).
+// docs/MULTIHOST.md has, for each, what a user sets on TCP, InfiniBand and RoCE.
+#pragma once
+#include <string>
+#include <string_view>
+
+namespace asyncps::detail {
+
+enum class MpiFamily { OpenMpi, Mpich, Other };
+
+struct MpiImplementation {
+  MpiFamily family = MpiFamily::Other;
+  std::string name;    // "Open MPI 4.1.4", "MPICH 4.0.2 (ch4:ucx)", "Intel MPI 2021.9", "Cray MPICH 8.1.27"
+  int major = 0, minor = 0;  // of the implementation's own version (Intel MPI: its year)
+  std::string device;  // MPICH's device ("ch4:ucx"), if the text names one
+
+  // Before MPI_Init: the settings the library makes where the user made none (environment
+  // variables the implementation reads at start-up). Never overrides the user's.
+  void prepare_environment() const;
+  // Whether one-sided operations complete only when the target enters MPI: for a job on one
+  // node (`single_node`) or across nodes. Reads the user's settings (OMPI_MCA_osc).
+  bool rma_needs_target(bool single_node) const;
+  // Whether ranks on one node talk through shared memory (no socket wakes a server for them).
+  bool shared_memory_on_node() const;
+  // One clause: what to set when a window cannot be created ("between hosts Open MPI 4 needs
+  // ...: set OMPI_MCA_osc=^ucx").
+  std::string window_failure_hint() const;
+};
+
+// The implementation this process runs on (parsed once; callable before MPI_Init).
+const MpiImplementation& mpi_implementation();
+// The parser behind it, for any MPI_Get_library_version text.
+MpiImplementation parse_library_version(std::string_view text);
+
+// Whether this process was started alone although its launcher started more tasks (each rank
+// "0 of 1" while Slurm's SLURM_NTASKS > 1: MPI not wired to the launcher's process manager):
+// the one line that says so and what to do, or "" when nothing is wrong.
+std::string launch_problem(int world_size);
+
+}  // namespace asyncps::detail
