@@ -63,7 +63,9 @@ void Liveness::finished() {
 }
 
 std::optional<int> Liveness::stalled_rank() {
-  if (!enabled()) return std::nullopt;
+  // (the beats are in server 0's memory: another server's control window is empty, and reading
+  // it read whatever lay there, which under MPICH was unmapped)
+  if (!enabled() || session_->roles().rank != ControlBlock::kRank) return std::nullopt;
   const auto now = Clock::now();
   if (now - last_check_ < kCheckEvery) return std::nullopt;
   // Not watching for a while (a long save): beats that came meanwhile may not have landed yet

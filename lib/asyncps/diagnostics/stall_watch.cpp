@@ -15,6 +15,7 @@
 
 #include "asyncps/error.h"
 #include "asyncps/log.h"
+#include "transport/mpi_implementation.h"
 
 namespace asyncps {
 
@@ -70,11 +71,7 @@ struct Watcher {
     // MPI_Abort ends every rank; the alarm (default action: terminate) ends this one should
     // MPI_Abort itself wait on the stuck thread.
     ::alarm(5);
-    int initialized = 0, finalized = 0;
-    MPI_Initialized(&initialized);
-    MPI_Finalized(&finalized);
-    if (initialized && !finalized) MPI_Abort(MPI_COMM_WORLD, 1);
-    std::_Exit(1);
+    detail::abort_world(1);
   }
 };
 

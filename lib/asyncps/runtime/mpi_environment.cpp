@@ -53,8 +53,7 @@ void abort_job(const char* message, int exit_code) noexcept {
   } catch (...) {
     std::fprintf(stderr, "asyncps: %s\n", message);
   }
-  if (initialized && !finalized) MPI_Abort(MPI_COMM_WORLD, exit_code);
-  std::_Exit(exit_code);
+  detail::abort_world(exit_code);
 }
 
 }  // namespace asyncps

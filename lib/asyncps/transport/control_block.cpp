@@ -2,6 +2,7 @@
 #include "transport/control_block.h"
 
 #include <algorithm>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -160,14 +161,22 @@ void ControlBlock::reset_save(int num_servers, std::int64_t failures) {
 
 // ---- server 0's own memory --------------------------------------------------------------------
 
-std::int64_t ControlBlock::load_local(int slot) const {
+const Window& ControlBlock::own_window() const {
   const Window& w = channel_->windows().control;
+  // Only server 0 holds the block; elsewhere the window is empty and its base points at nothing
+  // this rank owns (a wrong read here once crashed only under MPICH).
+  if (w.bytes() == 0) throw std::logic_error("ControlBlock: a local read on a rank that does not hold the block");
+  return w;
+}
+
+std::int64_t ControlBlock::load_local(int slot) const {
+  const Window& w = own_window();
   ASYNCPS_MPI_CHECK(MPI_Win_sync(w.get()));
   return __atomic_load_n(&w.data<std::int64_t>()[slot], __ATOMIC_ACQUIRE);
 }
 
 void ControlBlock::init_local(std::int64_t step, bool shadow_valid) {
-  auto* c = channel_->windows().control.data<std::int64_t>();
+  auto* c = own_window().data<std::int64_t>();
   std::fill_n(c, slots(workers_, servers_), 0);
   c[kGlobalStep] = step;
   c[kShadowValid] = shadow_valid ? 1 : 0;
@@ -182,12 +191,12 @@ std::uint64_t ControlBlock::local_shard_sum(int server) const {
   return static_cast<std::uint64_t>(load_local(sum_slot(server)));
 }
 const std::int64_t* ControlBlock::local_beats() const {
-  const Window& w = channel_->windows().control;
+  const Window& w = own_window();
   ASYNCPS_MPI_CHECK(MPI_Win_sync(w.get()));
   return w.data<std::int64_t>() + beat_slot(0);
 }
 void ControlBlock::local_beat0() {
-  const Window& w = channel_->windows().control;
+  const Window& w = own_window();
   __atomic_add_fetch(&w.data<std::int64_t>()[kBeat0], 1, __ATOMIC_RELEASE);
   ASYNCPS_MPI_CHECK(MPI_Win_sync(w.get()));
 }

@@ -106,6 +106,7 @@ class ControlBlock {
  private:
   std::int64_t fetch_add(int slot, std::int64_t add);
   std::int64_t read(int slot);
+  const Window& own_window() const;  // the control window, checked to hold the block here
   std::int64_t load_local(int slot) const;
   void add_and_flush(int slot, std::int64_t add, MPI_Datatype type);  // servers' blocking add
   int clock_slot(int worker) const noexcept;

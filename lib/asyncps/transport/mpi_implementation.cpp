@@ -5,9 +5,12 @@
 
 #include <algorithm>
 #include <cctype>
+#include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <thread>
 
 namespace asyncps::detail {
 
@@ -160,6 +163,18 @@ std::string launch_problem(int world_size) {
            "): this program is built with " + mpi.name + ", the launcher belongs to another MPI; launch it with " +
            (mpi.family == MpiFamily::OpenMpi ? "Open MPI's mpirun" : "that MPI's mpiexec (MPICH: mpiexec.mpich)");
   return {};
+}
+
+void abort_world(int exit_code) noexcept {
+  std::fflush(nullptr);
+  int initialized = 0, finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  if (initialized && !finalized) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(kAbortSettleMs));
+    MPI_Abort(MPI_COMM_WORLD, exit_code);
+  }
+  std::_Exit(exit_code);
 }
 
 }  // namespace asyncps::detail

@@ -1,5 +1,5 @@
 // defines: asyncps::detail::MpiImplementation, MpiFamily, mpi_implementation, parse_library_version,
-//          launch_problem
+//          launch_problem, abort_world
 // Everything the library assumes of one MPI implementation, in one place, chosen at run time
 // from MPI_Get_library_version (which MPI allows before MPI_Init):
 //   Open MPI 4.x  on one node osc rdma (shared memory) completes without the target; between
@@ -48,5 +48,12 @@ MpiImplementation parse_library_version(std::string_view text);
 // "0 of 1" while Slurm's SLURM_NTASKS > 1: MPI not wired to the launcher's process manager):
 // the one line that says so and what to do, or "" when nothing is wrong.
 std::string launch_problem(int world_size);
+
+// Ends every rank of the job with `exit_code`, after what this rank wrote has reached its
+// launcher: stdio flushed, then a pause of `kAbortSettleMs` before MPI_Abort, since a launcher
+// may tear the job down on the first abort without forwarding what the ranks wrote just before
+// (MPICH's hydra lost the one error line in some runs). Not initialised or finalised: _Exit.
+inline constexpr int kAbortSettleMs = 200;
+[[noreturn]] void abort_world(int exit_code) noexcept;
 
 }  // namespace asyncps::detail

@@ -10,6 +10,10 @@
 
 namespace asyncps::detail {
 
+namespace {
+constexpr std::size_t kLineBytes = 64;
+}  // namespace
+
 Window::Window(MPI_Comm comm, std::size_t bytes, int disp_unit, const char* what, bool sum_and_no_op_only) {
   MPI_Info info;
   ASYNCPS_MPI_CHECK(MPI_Info_create(&info));
@@ -17,7 +21,12 @@ Window::Window(MPI_Comm comm, std::size_t bytes, int disp_unit, const char* what
   // implementation may use hardware atomics for them.
   if (sum_and_no_op_only) MPI_Info_set(info, "accumulate_ops", "same_op_no_op");
   MPI_Info_set(info, "same_disp_unit", "true");
-  const int rc = MPI_Win_allocate(static_cast<MPI_Aint>(bytes), disp_unit, info, comm, &base_, &win_);
+  // Each rank's part is a whole number of cache lines. MPICH 4.0.2 (ch4, one node, where the window
+  // is one shared segment) misplaces the next rank's part when a rank's size is not a multiple of
+  // 16 bytes: with 578 floats on server 0, a get of server 1's first float returned server 0's
+  // float 576 (tests/core/test_sharding_np4.cpp); with 580 or 584 it is right.
+  const std::size_t padded = (bytes + kLineBytes - 1) / kLineBytes * kLineBytes;
+  const int rc = MPI_Win_allocate(static_cast<MPI_Aint>(padded), disp_unit, info, comm, &base_, &win_);
   MPI_Info_free(&info);
   if (rc != MPI_SUCCESS) {
     char text[MPI_MAX_ERROR_STRING] = {};
