@@ -1,11 +1,14 @@
 # The two commands of the README:
 #   make run    set up what is missing, build, and train the MNIST job (1 server + 1 worker)
 #   make test   set up what is missing, build, and run every test with ctest
-# Other targets: make deps | test-deps | data | build | bench | convergence | bench-python | sanitize | fuzz | clean.
-# Variables: BUILD, NP, HOSTFILE, CMAKE_ARGS, ASAN_BUILD, FUZZ_BUILD, FUZZ_SECONDS.
+# Other targets: make deps | test-deps | data | build | bench | convergence | bench-python | test-mpich | sanitize
+#   | fuzz | clean.
+# Variables: BUILD, NP, HOSTFILE, CMAKE_ARGS, ASAN_BUILD, FUZZ_BUILD, FUZZ_SECONDS, MPICH_BUILD, MPICH_CTEST_ARGS.
 BUILD    ?= build
 ASAN_BUILD   ?= build-asan
 FUZZ_BUILD   ?= build-fuzz
+MPICH_BUILD  ?= build-mpich
+MPICH_CTEST_ARGS ?=
 FUZZ_SECONDS ?= 60
 NP       ?= 2
 HOSTFILE ?= hostfiles/localhost
@@ -17,7 +20,7 @@ JOBS     ?= $(shell nproc)
 export OMPI_ALLOW_RUN_AS_ROOT := 1
 export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM := 1
 
-.PHONY: all deps test-deps data configure build test run bench convergence bench-python sanitize fuzz clean
+.PHONY: all deps test-deps data configure build test run bench convergence bench-python test-mpich sanitize fuzz clean
 all: build
 
 # deps: what the build and the C++ job need; test-deps: also what the tests run (PyTorch, mpi4py,
@@ -66,6 +69,15 @@ convergence: data build
 bench-python: data build
 	@scripts/install-deps.sh --bench
 	bench/python.sh $(BUILD)
+
+# The same project against MPICH (Debian's mpich: ch4:ucx, hydra) in $(MPICH_BUILD), and its tests
+# run with mpiexec.mpich and srun --mpi=pmi2 (docs/MULTIHOST.md "Building for MPICH"). No Python
+# module: Debian's mpi4py is built for Open MPI. MPICH_CTEST_ARGS: e.g. -L multihost.
+test-mpich: data test-deps
+	cmake -S . -B $(MPICH_BUILD) -DCMAKE_BUILD_TYPE=Release -DASYNCPS_NATIVE=ON -DASYNCPS_MPI=mpich \
+	  -DASYNCPS_BUILD_PYTHON=OFF -DASYNCPS_WITH_CUDA=OFF $(CMAKE_ARGS)
+	cmake --build $(MPICH_BUILD) -j $(JOBS)
+	cd $(MPICH_BUILD) && ctest --output-on-failure --timeout 900 $(MPICH_CTEST_ARGS)
 
 # ASan + UBSan (GCC): everything built with ASYNCPS_SANITIZE=address,undefined in $(ASAN_BUILD),
 # every test run under it; any sanitizer report fails (README "Sanitizers and fuzzers"). The CNN

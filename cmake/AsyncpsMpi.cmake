@@ -72,7 +72,7 @@ if(ASYNCPS_MPI_FAMILY STREQUAL "openmpi")
 else()
   set(ASYNCPS_MPIRUN ${MPIEXEC_EXECUTABLE})  # hydra: no binding by default, any number of ranks
   set(ASYNCPS_MPIRUN_NEEDS_TARGET_ARGS)
-  set(ASYNCPS_MPIRUN_TCP_ARGS -genv UCX_TLS tcp,self)
+  set(ASYNCPS_MPIRUN_TCP_ARGS -genv MPIR_CVAR_NOLOCAL 1 -genv UCX_TLS tcp,self)  # no shared memory: TCP as between hosts
 endif()
 # the same launcher for the tests' scripts (ASYNCPS_TEST_MPIRUN, split on spaces), and what Open
 # MPI needs as root (harmless elsewhere)

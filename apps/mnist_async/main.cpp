@@ -34,7 +34,8 @@ int main(int argc, char** argv) {
     if (!config->export_dir.empty() && rank == config->library.num_servers)  // the chief exports at the end: fail now
       mnist_async::check_writable_dir(config->export_dir, "--export_dir");
     asyncps::Session session(MPI_COMM_WORLD, mnist_async::mnist_layout(), config->library);
-    // exit code 3 on every rank when a worker halted the job (--halt_on_nonfinite)
+    // exit code 3 on every rank when a worker halted the job (--halt_on_nonfinite), 143 when
+    // SIGTERM stopped it (after the final checkpoint)
     return session.roles().is_server() ? mnist_async::run_server(*config, session)
                                        : mnist_async::run_worker(*config, session);
   } catch (const std::exception& e) {

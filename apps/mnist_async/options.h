@@ -50,4 +50,7 @@ std::string with_flag_names(std::string_view library_message);
 // Throws asyncps::ConfigError with one line naming the bad flag.
 std::optional<Config> parse_config(int argc, char** argv, bool print_help);
 
+// Every rank's exit code after SIGTERM stopped the job (128 + 15, as a shell reports a TERM).
+inline constexpr int kTerminatedExit = 143;
+
 }  // namespace mnist_async

@@ -2,10 +2,12 @@
 #include "server.h"
 
 #include <cstdio>
+#include <string>
 #include <vector>
 
 #include "asyncps/asyncps.h"
 #include "nn/mnist_cnn.h"
+#include "options.h"
 #include "process_stats.h"
 
 namespace mnist_async {
@@ -23,6 +25,17 @@ int run_server(const Config& config, asyncps::Session& session) {
                 session.roles().rank, cpu_seconds() - cpu0, since(t0), 100.0 * (cpu_seconds() - cpu0) / since(t0),
                 static_cast<unsigned long long>(server.polls()), static_cast<unsigned long long>(server.wakeups()),
                 peak_rss_mb());
+  if (server.terminated()) {  // one line for the job (server 0's), then every rank exits 143
+    if (session.roles().rank == 0) {
+      const std::string saved = server.saved_checkpoint().empty()
+                                    ? "no checkpoint saved (no --logdir)"
+                                    : "saved " + server.saved_checkpoint() + ": a restart resumes from it";
+      std::fprintf(stderr, "asyncps: stopped by SIGTERM at global step %lld (scancel, pre-emption, or a signal to "
+                           "mpirun); %s\n", static_cast<long long>(server.final_step()), saved.c_str());
+    }
+    std::fflush(nullptr);
+    return kTerminatedExit;
+  }
   if (!server.saved_checkpoint().empty())
     std::printf("asyncps: saved %s (global step %lld)\n", server.saved_checkpoint().c_str(),
                 static_cast<long long>(server.final_step()));

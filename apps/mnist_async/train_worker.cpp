@@ -213,6 +213,7 @@ int run_worker(const Config& config, asyncps::Session& session) {
       std::printf("exported the parameters to %s (EMA in %s/ema)\n", config.export_dir.c_str(), config.export_dir.c_str());
     }
   }
+  if (step_loop.terminated()) return kTerminatedExit;  // (server 0 says so, for the job)
   if (step_loop.halted()) {
     if (chief) std::printf("halted by a worker at global step %lld (--halt_on_nonfinite)\n",
                            static_cast<long long>(step_loop.final_step()));

@@ -55,6 +55,10 @@ class ParameterServer {
   // index written at the end (server 0; empty if none was written).
   std::int64_t final_step() const noexcept;
   bool halted() const noexcept;
+  // Whether the halt was for SIGTERM (a rank of the job received it while its Session was open:
+  // Slurm's scancel and pre-emption, or a TERM to mpirun). The final checkpoint is saved as at
+  // any end, and a restart resumes from it. See "Stopping a job" in docs/ARCHITECTURE.md.
+  bool terminated() const noexcept;
   const std::string& saved_checkpoint() const noexcept;
 
  private:

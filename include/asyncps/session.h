@@ -101,6 +101,10 @@ class Session {
   const Options& options() const noexcept { return options_; }
   // True when every rank of the session runs on one node (shared memory between all of them).
   bool single_node() const noexcept { return single_node_; }
+  // Whether one-sided operations on this session complete only when their target (a server)
+  // enters MPI: between hosts on TCP, and on one node too under MPICH and its derivatives
+  // (docs/MULTIHOST.md). Then every wait on a server is watched by the stall timeout.
+  bool rma_needs_target() const noexcept;
   // The server progress mode and poll interval in effect (Options' auto values resolved).
   ServerProgress server_progress() const noexcept;
   int server_poll_us() const noexcept;
@@ -127,6 +131,7 @@ class Session {
   int node_ranks_ = 1;
   std::vector<std::string> hosts_;  // every rank's host (MPI_Get_processor_name)
   std::thread::id owner_;           // the thread that created it (FUNNELED)
+  bool holds_sigterm_ = false;      // SIGTERM stops the job while open (runtime/termination.h)
 };
 
 }  // namespace asyncps

@@ -56,7 +56,8 @@ class StepLoop {
   // worker's drain() completes what is in flight.
   explicit StepLoop(WorkerClient& worker);
 
-  // Returns nothing once the global step has reached `limit` (or a worker halted); in
+  // Returns nothing once the global step has reached `limit` (or a worker halted, or a rank
+  // received SIGTERM: this is where a worker notices its own); in
   // async/ssp the step it returns is already this worker's, so end_step always lands.
   std::optional<StepStart> begin_step(std::span<float> params, std::int64_t limit);
   // A gradient holding NaN or Inf (or a scale*grad that overflows) is never pushed (sync: this
@@ -68,6 +69,7 @@ class StepLoop {
   void request_halt();
   // After the WorkerClient's finish(): whether some worker asked for a halt, the final step.
   bool halted() const noexcept;
+  bool terminated() const noexcept;  // the halt was for SIGTERM (see ParameterServer::terminated)
   std::int64_t final_step() const noexcept;
 
   // Staleness of this worker's updates; job_staleness(): every worker's, after finish().

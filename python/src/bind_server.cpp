@@ -123,6 +123,8 @@ void bind_server(py::module_& m) {
       .def_property_readonly("final_step",
                              [](ServerHandle& h) { return h.get("ParameterServer.final_step", true).final_step(); })
       .def_property_readonly("halted", [](ServerHandle& h) { return h.get("ParameterServer.halted", true).halted(); })
+      .def_property_readonly("terminated",
+                             [](ServerHandle& h) { return h.get("ParameterServer.terminated", true).terminated(); })
       .def_property_readonly(
           "saved_checkpoint",
           [](ServerHandle& h) { return h.get("ParameterServer.saved_checkpoint", true).saved_checkpoint(); })

@@ -168,6 +168,10 @@ void bind_session(py::module_& m) {
           "a copy of the session's layout")
       .def_property_readonly("single_node",
                              [](const SessionHandle& h) { return h.get("Session.single_node").single_node(); })
+      .def_property_readonly(
+          "rma_needs_target",
+          [](const SessionHandle& h) { return h.get("Session.rma_needs_target").rma_needs_target(); },
+          "whether one-sided operations complete only when the servers enter MPI (between hosts; MPICH on one node too)")
       .def(
           "host",
           [](const SessionHandle& h, py::handle rank) {

@@ -249,6 +249,8 @@ void bind_worker(py::module_& m) {
              loop.request_halt();
            })
       .def_property_readonly("halted", [](const WorkerHandle& h) { return h.loop("WorkerClient.halted", true).halted(); })
+      .def_property_readonly("terminated",
+                             [](const WorkerHandle& h) { return h.loop("WorkerClient.terminated", true).terminated(); })
       .def_property_readonly("final_step",
                              [](const WorkerHandle& h) { return h.loop("WorkerClient.final_step", true).final_step(); })
       .def_property_readonly("staleness", [](const WorkerHandle& h) {

@@ -435,7 +435,7 @@ FinalState finish_job(const Session& session, ControlBlock& control, ServerCheck
     state[3] = !co.dir.empty() && ckpt && state[0] != ckpt->restored_step();
   }
   ASYNCPS_MPI_CHECK(MPI_Bcast(state, 4, MPI_INT64_T, 0, session.comm()));
-  FinalState out{state[0], state[1] != 0, {}};
+  FinalState out{state[0], state[1] != 0, state[1] >= ControlBlock::kTerminatedHalt, {}};
   if (!state[3]) return out;
   // every server writes its shard of the final step; rank 0 gathers the checksums, and what
   // went wrong where: a final save that fails ends the job with an error on every rank (the
@@ -474,9 +474,9 @@ FinalState finish_job(const Session& session, ControlBlock& control, ServerCheck
   if (!problem.empty())
     throw CheckpointError("the final checkpoint of global step " + std::to_string(state[0]) +
                           " could not be saved (" + problem + "); the checkpoints saved before are intact");
-  // after a halt the final save holds a model that was going wrong: it does not push out the
-  // older checkpoints (kept: keep + 1)
-  if (roles.is_server() && ckpt) ckpt->after_final(state[0], true, /*extra_kept=*/out.halted ? 1 : 0);
+  // after a worker's halt the final save holds a model that was going wrong: it does not push out
+  // the older checkpoints (kept: keep + 1). A halt for SIGTERM holds a sound one.
+  if (roles.is_server() && ckpt) ckpt->after_final(state[0], true, /*extra_kept=*/out.halted && !out.terminated ? 1 : 0);
   return out;
 }
 

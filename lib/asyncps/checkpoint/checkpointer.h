@@ -114,6 +114,7 @@ class ServerCheckpointer {
 struct FinalState {
   std::int64_t global_step = 0;
   bool halted = false;
+  bool terminated = false;  // the halt was for SIGTERM (a rank received it)
   std::string saved;  // the index written at the end (rank 0), or empty
 };
 

@@ -18,6 +18,7 @@
 #include "asyncps/stall_watch.h"
 #include "core/check.h"
 #include "diagnostics/liveness.h"
+#include "runtime/termination.h"
 #include "transport/mpi_implementation.h"
 #include "transport/string_collectives.h"
 
@@ -158,20 +159,19 @@ Session::Session(MPI_Comm comm, ParamLayout layout, Options options)
     ASYNCPS_MPI_CHECK(MPI_Allgather(host, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, all.data(), MPI_MAX_PROCESSOR_NAME,
                                     MPI_CHAR, comm_));
     for (int r = 0; r < size; ++r) hosts_.emplace_back(&all[static_cast<std::size_t>(r) * MPI_MAX_PROCESSOR_NAME]);
+    detail::hold_termination_signal();  // (last: a constructor that throws holds nothing)
+    holds_sigterm_ = true;
   } catch (...) {
     comm_ = MPI_COMM_NULL;  // abandoned, not freed (collective): see detail::unwinding()
     throw;
   }
 }
 
+bool Session::rma_needs_target() const noexcept { return detail::mpi_implementation().rma_needs_target(single_node_); }
+
 ServerProgress Session::server_progress() const noexcept {
   if (options_.server_progress != ServerProgress::Auto) return options_.server_progress;
-  const detail::MpiImplementation& mpi = detail::mpi_implementation();
-  if (!mpi.rma_needs_target(single_node_)) return ServerProgress::Poll;  // it completes without the server
-  // The target must take part. Between hosts the server sleeps until a worker's message wakes it;
-  // on one node under the MPICH family a short poll measures faster than a wake (docs/MULTIHOST.md).
-  if (single_node_ && mpi.family == detail::MpiFamily::Mpich) return ServerProgress::Poll;
-  return ServerProgress::Wake;
+  return detail::mpi_implementation().server_polls(single_node_) ? ServerProgress::Poll : ServerProgress::Wake;
 }
 
 bool Session::shared_memory_neighbours() const noexcept {
@@ -183,7 +183,7 @@ int Session::server_poll_us() const noexcept {
   if (server_progress() == ServerProgress::Wake && shared_memory_neighbours()) return 1000;
   // a poll that every worker's operation waits for: short (a poll that only services the clock
   // and the heartbeats, where operations complete without the server: long)
-  if (server_progress() == ServerProgress::Poll && detail::mpi_implementation().rma_needs_target(single_node_)) return 50;
+  if (server_progress() == ServerProgress::Poll && rma_needs_target()) return 50;
   return 10000;
 }
 
@@ -211,6 +211,7 @@ std::string Session::describe_rank(int rank) const {
 }
 
 Session::~Session() {
+  if (holds_sigterm_) detail::release_termination_signal();
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (comm_ != MPI_COMM_NULL && !finalized && !detail::unwinding()) MPI_Comm_free(&comm_);

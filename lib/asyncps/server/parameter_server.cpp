@@ -11,6 +11,7 @@
 #include "core/check.h"
 #include "core/vector_ops.h"
 #include "runtime/rank_runtime.h"
+#include "runtime/termination.h"
 #include "server/progress_engine.h"
 
 namespace asyncps {
@@ -121,8 +122,13 @@ void ParameterServer::serve(const std::function<void()>& tick) {
     ASYNCPS_MPI_CHECK(MPI_Test(&done, &ignored, MPI_STATUS_IGNORE));
     liveness.beat();
   };
+  bool termination_posted = false;
   m.progress->run_until(done, [&] {
     liveness.beat();
+    if (!termination_posted && detail::termination_requested()) {  // SIGTERM: every rank stops
+      termination_posted = true;
+      m.rt.control().request_halt(/*terminated=*/true);
+    }
     if (auto r = liveness.stalled_rank()) m.stalled(*r, progress_once);
     const auto t0 = detail::Timeline::Clock::now();
     m.ckpt->tick();
@@ -142,6 +148,7 @@ void ParameterServer::serve(const std::function<void()>& tick) {
 bool ParameterServer::restored() const noexcept { return impl_->rt.restored().found; }
 std::int64_t ParameterServer::restored_step() const noexcept { return impl_->rt.restored().step; }
 bool ParameterServer::halted() const noexcept { return impl_->end.state.halted; }
+bool ParameterServer::terminated() const noexcept { return impl_->end.state.terminated; }
 std::int64_t ParameterServer::final_step() const noexcept { return impl_->end.state.global_step; }
 const std::string& ParameterServer::saved_checkpoint() const noexcept { return impl_->end.state.saved; }
 

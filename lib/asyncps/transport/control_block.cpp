@@ -73,7 +73,7 @@ JobProgress ControlBlock::progress() {
   return p;
 }
 
-void ControlBlock::request_halt() { fetch_add(kHalt, 1); }
+void ControlBlock::request_halt(bool terminated) { fetch_add(kHalt, terminated ? kTerminatedHalt : 1); }
 std::int64_t ControlBlock::version() { return read(kVersion); }
 std::int64_t ControlBlock::arrive() { return fetch_add(kArrivals, 1); }
 
@@ -183,7 +183,7 @@ void ControlBlock::init_local(std::int64_t step, bool shadow_valid) {
 }
 
 std::int64_t ControlBlock::local_step() const { return load_local(kGlobalStep); }
-bool ControlBlock::local_halt() const { return load_local(kHalt) != 0; }
+std::int64_t ControlBlock::local_halt() const { return load_local(kHalt); }
 bool ControlBlock::local_shadow_valid() const { return load_local(kShadowValid) != 0; }
 std::int64_t ControlBlock::local_save_acks() const { return load_local(kSaveAcks); }
 std::int64_t ControlBlock::local_save_failures() const { return load_local(kSaveFailures); }

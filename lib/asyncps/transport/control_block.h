@@ -49,6 +49,8 @@ class ControlBlock {
   static constexpr int kRank = 0;                      // the rank that holds it: server 0
   static constexpr std::int64_t kFinished = 1ll << 60;  // added to a heartbeat: that rank is done
   static constexpr std::int64_t kRetired = 1ll << 60;   // added to a drained worker's clock
+  // added to the halt slot by a halt for SIGTERM (a plain halt adds 1): the halt says why
+  static constexpr std::int64_t kTerminatedHalt = 1ll << 40;
   static std::size_t slots(int num_workers, int num_servers);
 
   ControlBlock() = default;
@@ -64,7 +66,7 @@ class ControlBlock {
   std::int64_t add_to_step(std::int64_t n);  // returns the step before
   std::int64_t global_step();
   JobProgress progress();                    // one atomic read of the four
-  void request_halt();
+  void request_halt(bool terminated = false);  // terminated: for SIGTERM (runtime/termination.h)
   // sync rounds
   std::int64_t version();
   std::int64_t arrive();  // +1 arrival; returns the arrivals before this one
@@ -92,7 +94,7 @@ class ControlBlock {
   // ---- server 0: its own memory (after MPI_Win_sync) -----------------------------------------
   void init_local(std::int64_t step, bool shadow_valid);  // every slot 0 but these
   std::int64_t local_step() const;
-  bool local_halt() const;
+  std::int64_t local_halt() const;  // 0: none; >= kTerminatedHalt: some halt was for SIGTERM
   bool local_shadow_valid() const;
   std::int64_t local_save_acks() const;
   std::int64_t local_save_failures() const;

@@ -117,6 +117,12 @@ bool MpiImplementation::rma_needs_target(bool single_node) const {
   return true;
 }
 
+bool MpiImplementation::server_polls(bool single_node) const {
+  if (!rma_needs_target(single_node)) return true;
+  // (MPICH with MPIR_CVAR_NOLOCAL=1 sends even on one node through its network module: as between hosts)
+  return single_node && family == MpiFamily::Mpich && shared_memory_on_node();
+}
+
 bool MpiImplementation::shared_memory_on_node() const {
   if (family == MpiFamily::OpenMpi) {
     const char* btl = std::getenv("OMPI_MCA_btl");

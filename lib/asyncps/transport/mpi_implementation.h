@@ -32,6 +32,11 @@ struct MpiImplementation {
   // Whether one-sided operations complete only when the target enters MPI: for a job on one
   // node (`single_node`) or across nodes. Reads the user's settings (OMPI_MCA_osc).
   bool rma_needs_target(bool single_node) const;
+  // Whether a server should poll (Options::server_progress auto) rather than sleep until a
+  // worker's message wakes it: where operations complete without it (the poll only services the
+  // clock and the heartbeats), and under the MPICH family on one node, where a 50 us poll
+  // measured 1.8x a wake's samples/s (docs/MULTIHOST.md). Between hosts: wake.
+  bool server_polls(bool single_node) const;
   // Whether ranks on one node talk through shared memory (no socket wakes a server for them).
   bool shared_memory_on_node() const;
   // One clause: what to set when a window cannot be created ("between hosts Open MPI 4 needs

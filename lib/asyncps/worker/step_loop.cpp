@@ -18,6 +18,7 @@ std::optional<StepStart> StepLoop::begin_step(std::span<float> params, std::int6
   WorkerTransport::check_limit(limit, "StepLoop::begin_step");
   t.check_updating("StepLoop::begin_step");
   t.end_compute();
+  t.halt_if_terminated();
   return mode_->begin(params, limit);
 }
 
@@ -36,6 +37,7 @@ void StepLoop::request_halt() {
 }
 
 bool StepLoop::halted() const noexcept { return worker_.transport().final_state().halted; }
+bool StepLoop::terminated() const noexcept { return worker_.transport().final_state().terminated; }
 std::int64_t StepLoop::final_step() const noexcept { return worker_.transport().final_state().global_step; }
 const StalenessHistogram& StepLoop::staleness() const noexcept { return worker_.transport().staleness(); }
 const StalenessHistogram& StepLoop::job_staleness() const noexcept { return worker_.transport().job_staleness(); }

@@ -34,12 +34,14 @@ WorkerTransport::WorkerTransport(Session& session)
       num_workers_(session.roles().num_workers()),
       worker_index_(session.roles().worker_index()) {
   rt_.ready("");  // the servers have filled their shards: this agreement ends both constructors
-  // The transport needs the target (pt2pt): complete by request, and sleep while waiting. On one
-  // node a flush completes locally, so its watch stays off the step's path.
+  // Servers that sleep until woken: complete by request, and sleep while waiting. Where operations
+  // need the target (between hosts; MPICH on one node too) a flush waits for a server, so it is
+  // watched; where they complete without it, the watch stays off the step's path.
   const bool by_request = session.server_progress() == ServerProgress::Wake;
+  const bool watched = by_request || session.rma_needs_target();
   rt_.channel().configure(by_request ? Completion::Request : Completion::Flush,
                           RequestWaiter(by_request, options_.wait_spin_us, session.shared_memory_neighbours() ? 100 : 1000),
-                          &rt_.liveness(), by_request ? watch_timeout(options_.stall_timeout) : 0,
+                          &rt_.liveness(), watched ? watch_timeout(options_.stall_timeout) : 0,
                           session.role_name() + " waiting in MPI_Win_flush for " + the_servers(session),
                           "an answer from " + the_servers(session));
 }

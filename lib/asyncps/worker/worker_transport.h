@@ -19,6 +19,7 @@
 #include "asyncps/worker_client.h"
 #include "core/vector_ops.h"
 #include "runtime/rank_runtime.h"
+#include "runtime/termination.h"
 
 namespace asyncps::detail {
 
@@ -84,6 +85,13 @@ class WorkerTransport {
   int worker_index() const noexcept { return worker_index_; }
   RmaChannel& channel() noexcept { return rt_.channel(); }
   ControlBlock& control() noexcept { return rt_.control(); }
+  // Once SIGTERM has arrived (runtime/termination.h): asks every rank to stop, once.
+  void halt_if_terminated() {
+    if (!termination_posted_ && termination_requested()) {
+      termination_posted_ = true;
+      control().request_halt(/*terminated=*/true);
+    }
+  }
   Liveness& liveness() noexcept { return rt_.liveness(); }
   Timeline& timeline() noexcept { return rt_.timeline(); }
   WorkerStats& stats() noexcept { return stats_; }
@@ -110,7 +118,7 @@ class WorkerTransport {
   const Options& options_;
   std::size_t arena_ = 0;
   int num_workers_ = 0, worker_index_ = -1;
-  bool finished_ = false, drained_ = false;
+  bool finished_ = false, drained_ = false, termination_posted_ = false;
   WorkerStats stats_;
   StalenessHistogram staleness_;
   JobEnd end_;
