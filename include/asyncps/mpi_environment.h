@@ -12,9 +12,11 @@ namespace asyncps {
 
 class MpiEnvironment {
  public:
-  // Before initialising MPI, arranges that Open MPI may use its `pt2pt` one-sided component
-  // (Debian's openmpi-mca-params.conf disables it, which leaves no component that can create
-  // a window between hosts): sets OMPI_MCA_osc=^ucx unless the user set OMPI_MCA_osc.
+  // Before initialising MPI, makes the settings of the implementation it runs on, where the user
+  // made none (Open MPI 4: OMPI_MCA_osc=^ucx, since Debian's openmpi-mca-params.conf disables the
+  // pt2pt one-sided component that windows between hosts need; see docs/MULTIHOST.md), and
+  // refuses a task that srun started among several without a PMI (srun --mpi=none): one line
+  // and exit 1 (abort_job), as MPI_Init would otherwise abort or start singletons.
   // Asks for MPI_THREAD_FUNNELED (pt2pt refuses MPI_THREAD_MULTIPLE).
   MpiEnvironment(int* argc, char*** argv);
   MpiEnvironment() : MpiEnvironment(nullptr, nullptr) {}

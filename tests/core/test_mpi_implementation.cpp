@@ -127,22 +127,34 @@ TEST_CASE("a failed window's hint says what to set on that implementation", "[mp
 
 TEST_CASE("a rank started alone by a launcher that started more is named, with what to do", "[mpi_implementation]") {
   const EnvVar a("SLURM_PROCID", nullptr), b("SLURM_NTASKS", nullptr), c("SLURM_STEP_NUM_TASKS", nullptr),
-      d("PMI_SIZE", nullptr), e("OMPI_COMM_WORLD_SIZE", nullptr);
+      d("PMI_SIZE", nullptr), e("OMPI_COMM_WORLD_SIZE", nullptr), f("PMIX_RANK", nullptr), g("PMI_RANK", nullptr),
+      h("PMI_FD", nullptr), i("MPI_LOCALNRANKS", nullptr);
   using asyncps::detail::launch_problem;
+  using asyncps::detail::launch_problem_before_init;
   CHECK(launch_problem(1).empty());  // a singleton on its own: fine
   {
-    const EnvVar procid("SLURM_PROCID", "0"), ntasks("SLURM_NTASKS", "4");
+    const EnvVar procid("SLURM_PROCID", "0"), step("SLURM_STEP_NUM_TASKS", "4");
     const std::string why = launch_problem(1);
     CHECK_THAT(why, Catch::Contains("Slurm started 4 tasks") && Catch::Contains("srun --mpi="));
     CHECK(launch_problem(4).empty());  // wired: the world has the tasks
   }
   {
-    const EnvVar procid("SLURM_PROCID", "0"), step("SLURM_STEP_NUM_TASKS", "1"), ntasks("SLURM_NTASKS", "1");
-    CHECK(launch_problem(1).empty());  // one task of an allocation: a singleton by right
+    const EnvVar procid("SLURM_PROCID", "0"), step("SLURM_STEP_NUM_TASKS", "1"), ntasks("SLURM_NTASKS", "8");
+    CHECK(launch_problem(1).empty());  // an sbatch script's shell: one task of an allocation of 8
+    CHECK(launch_problem_before_init().empty());
   }
   {
     const EnvVar ntasks("SLURM_NTASKS", "8");  // salloc's shell, not a task srun started
     CHECK(launch_problem(1).empty());
+    CHECK(launch_problem_before_init().empty());
+  }
+  {  // before MPI_Init: srun --mpi=none leaves no PMI in the environment
+    const EnvVar procid("SLURM_PROCID", "1"), step("SLURM_STEP_NUM_TASKS", "3");
+    CHECK_THAT(launch_problem_before_init(), Catch::Contains("Slurm started 3 tasks") && Catch::Contains("srun --mpi="));
+    for (const char* wired : {"PMIX_RANK", "PMI_FD", "OMPI_COMM_WORLD_SIZE"}) {
+      const EnvVar pmi(wired, "1");
+      CHECK(launch_problem_before_init().empty());
+    }
   }
   const bool ompi = asyncps::detail::mpi_implementation().family == MpiFamily::OpenMpi;
   {

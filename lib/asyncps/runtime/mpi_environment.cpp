@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "asyncps/error.h"
 #include "asyncps/log.h"
 #include "core/check.h"
 #include "transport/mpi_implementation.h"
@@ -20,6 +21,9 @@ MpiEnvironment::MpiEnvironment(int* argc, char*** argv) {
     MPI_Query_thread(&provided_);
     return;
   }
+  // srun's tasks without PMI: one line and exit 1 now, on every task, before MPI_Init prints a
+  // page (Open MPI) or starts each task as a job of its own (MPICH)
+  if (const std::string why = detail::launch_problem_before_init(); !why.empty()) abort_job(why.c_str(), 1);
   // the implementation's own settings where the user made none (transport/mpi_implementation.h)
   detail::mpi_implementation().prepare_environment();
   ASYNCPS_MPI_CHECK(MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided_));

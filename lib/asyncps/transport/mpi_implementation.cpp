@@ -150,15 +150,35 @@ std::string MpiImplementation::window_failure_hint() const {
   return name + " could not create a one-sided window across these ranks";
 }
 
+namespace {
+// The tasks of the srun step this process is one of (SLURM_PROCID marks a task srun started;
+// SLURM_STEP_NUM_TASKS counts the step's tasks), or 0. An sbatch script's own shell is a step of
+// one task whatever the allocation's SLURM_NTASKS, so that alone is never taken for the count.
+long slurm_step_tasks() { return std::getenv("SLURM_PROCID") ? env_long("SLURM_STEP_NUM_TASKS") : 0; }
+}  // namespace
+
+std::string launch_problem_before_init() {
+  const long tasks = slurm_step_tasks();
+  if (tasks <= 1) return {};
+  // what a process-management interface leaves in a task's environment: srun --mpi=pmix (PMIX_),
+  // --mpi=pmi2 (PMI_FD, PMI_RANK), or a launcher run inside the step (mpirun, hydra)
+  for (const char* wired : {"PMIX_RANK", "PMI_RANK", "PMI_FD", "PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "MPI_LOCALNRANKS"})
+    if (std::getenv(wired)) return {};
+  const MpiImplementation& mpi = mpi_implementation();
+  return "Slurm started " + std::to_string(tasks) + " tasks (SLURM_STEP_NUM_TASKS=" + std::to_string(tasks) +
+         ") without a process-management interface for MPI (srun --mpi=none, or the cluster's MpiDefault), so each "
+         "would start alone as rank 0 of 1: launch with srun --mpi=" +
+         (mpi.family == MpiFamily::OpenMpi ? "pmix" : mpi.family == MpiFamily::Mpich ? "pmi2" : "pmix or --mpi=pmi2") +
+         " (this program is built with " + mpi.name + "; `srun --mpi=list` shows what the cluster offers)";
+}
+
 std::string launch_problem(int world_size) {
   if (world_size != 1) return {};
   const MpiImplementation& mpi = mpi_implementation();
-  // srun's tasks: SLURM_PROCID marks a task it started; SLURM_STEP_NUM_TASKS (else SLURM_NTASKS)
-  // counts them. (An mpirun inside an allocation sets neither alone: OMPI_/PMI_ variables come too.)
-  const long slurm = std::getenv("SLURM_PROCID") ? std::max(env_long("SLURM_STEP_NUM_TASKS"), env_long("SLURM_NTASKS")) : 0;
+  const long slurm = slurm_step_tasks();
   if (slurm > 1)
     return "this rank is alone (rank 0 of 1) although Slurm started " + std::to_string(slurm) +
-           " tasks (SLURM_NTASKS=" + std::to_string(slurm) + "): " + mpi.name +
+           " tasks (SLURM_STEP_NUM_TASKS=" + std::to_string(slurm) + "): " + mpi.name +
            " is not wired to Slurm's process management; launch with srun --mpi=pmix (Open MPI) or srun "
            "--mpi=pmi2 (MPICH and its derivatives), or with the mpirun of the MPI this program was built with";
   const long ompi = env_long("OMPI_COMM_WORLD_SIZE"), pmi = env_long("PMI_SIZE");

@@ -53,6 +53,10 @@ MpiImplementation parse_library_version(std::string_view text);
 // "0 of 1" while Slurm's SLURM_NTASKS > 1: MPI not wired to the launcher's process manager):
 // the one line that says so and what to do, or "" when nothing is wrong.
 std::string launch_problem(int world_size);
+// The same before MPI_Init, from the environment alone: Slurm started this task among several
+// but gave it no PMI/PMIx (Open MPI would abort in MPI_Init with a page of its own, MPICH would
+// start N singletons). The line to refuse with, or "".
+std::string launch_problem_before_init();
 
 // Ends every rank of the job with `exit_code`, after what this rank wrote has reached its
 // launcher: stdio flushed, then a pause of `kAbortSettleMs` before MPI_Abort, since a launcher
