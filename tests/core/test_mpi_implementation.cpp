@@ -97,6 +97,18 @@ TEST_CASE("whether one-sided operations need the target, and how a server makes 
   CHECK_FALSE(other.server_polls(true));
 }
 
+TEST_CASE("MPI_Finalize is skipped only where it can hang: MPICH before 4.2 on ch4:ucx", "[mpi_implementation]") {
+  CHECK(parse_library_version(kMpich).finalize_may_hang_across_nodes());
+  std::string fixed = kMpich;
+  fixed.replace(fixed.find("4.0.2"), 5, "4.2.0");
+  CHECK_FALSE(parse_library_version(fixed).finalize_may_hang_across_nodes());
+  std::string ofi = kMpich;
+  ofi.replace(ofi.find("ch4:ucx"), 7, "ch4:ofi");
+  CHECK_FALSE(parse_library_version(ofi).finalize_may_hang_across_nodes());
+  for (const char* text : {kOpenMpi4, kOpenMpi5, kIntel, kCray})
+    CHECK_FALSE(parse_library_version(text).finalize_may_hang_across_nodes());
+}
+
 TEST_CASE("settings before MPI_Init: Open MPI 4's osc, and never over the user's", "[mpi_implementation]") {
   {
     const EnvVar unset("OMPI_MCA_osc", nullptr);

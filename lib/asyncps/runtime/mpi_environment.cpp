@@ -28,13 +28,30 @@ MpiEnvironment::MpiEnvironment(int* argc, char*** argv) {
   detail::mpi_implementation().prepare_environment();
   ASYNCPS_MPI_CHECK(MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided_));
   owns_ = true;
+  if (detail::mpi_implementation().finalize_may_hang_across_nodes()) {  // (collective, as MPI_Init is)
+    int world = 0, node = 0;
+    MPI_Comm local = MPI_COMM_NULL;
+    MPI_Comm_size(MPI_COMM_WORLD, &world);
+    ASYNCPS_MPI_CHECK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &local));
+    MPI_Comm_size(local, &node);
+    MPI_Comm_free(&local);
+    int spans = node < world ? 1 : 0, any = 0;  // (node sizes differ between nodes: agree)
+    ASYNCPS_MPI_CHECK(MPI_Allreduce(&spans, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD));
+    skip_finalize_ = any != 0;
+  }
 }
 
 MpiEnvironment::~MpiEnvironment() {
   if (!owns_) return;
   int finalized = 0;
   MPI_Finalized(&finalized);
-  if (!finalized) MPI_Finalize();
+  if (finalized) return;
+  if (skip_finalize_) {  // (see the header: every rank is done with MPI once all have met here)
+    MPI_Barrier(MPI_COMM_WORLD);
+    std::fflush(nullptr);
+    return;
+  }
+  MPI_Finalize();
 }
 
 void abort_job(const char* message, int exit_code) noexcept {

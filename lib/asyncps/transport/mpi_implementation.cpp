@@ -117,6 +117,11 @@ bool MpiImplementation::rma_needs_target(bool single_node) const {
   return true;
 }
 
+bool MpiImplementation::finalize_may_hang_across_nodes() const {
+  if (family != MpiFamily::Mpich || device.rfind("ch4:ucx", 0) != 0) return false;
+  return name.rfind("MPICH ", 0) == 0 && (major < 4 || (major == 4 && minor < 2));
+}
+
 bool MpiImplementation::server_polls(bool single_node) const {
   if (!rma_needs_target(single_node)) return true;
   // (MPICH with MPIR_CVAR_NOLOCAL=1 sends even on one node through its network module: as between hosts)

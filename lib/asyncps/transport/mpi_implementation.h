@@ -32,6 +32,10 @@ struct MpiImplementation {
   // Whether one-sided operations complete only when the target enters MPI: for a job on one
   // node (`single_node`) or across nodes. Reads the user's settings (OMPI_MCA_osc).
   bool rma_needs_target(bool single_node) const;
+  // Whether MPI_Finalize may hang for good once ranks span nodes: MPICH before 4.2 on ch4:ucx,
+  // where a rank's UCX disconnect waits on a peer already blocked in the final PMI barrier
+  // (mpich#6596). MpiEnvironment then skips MPI_Finalize after a barrier.
+  bool finalize_may_hang_across_nodes() const;
   // Whether a server should poll (Options::server_progress auto) rather than sleep until a
   // worker's message wakes it: where operations complete without it (the poll only services the
   // clock and the heartbeats), and under the MPICH family on one node, where a 50 us poll
