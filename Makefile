@@ -1,7 +1,7 @@
 # The two commands of the README:
 #   make run    set up what is missing, build, and train the MNIST job (1 server + 1 worker)
 #   make test   set up what is missing, build, and run every test with ctest
-# Other targets: make deps | test-deps | data | build | bench | convergence | bench-python | test-mpich | sanitize
+# Other targets: make deps | test-deps | data | build | bench | convergence | bench-python | test-mpich | bench-mpi | sanitize
 #   | fuzz | clean.
 # Variables: BUILD, NP, HOSTFILE, CMAKE_ARGS, ASAN_BUILD, FUZZ_BUILD, FUZZ_SECONDS, MPICH_BUILD, MPICH_CTEST_ARGS.
 BUILD    ?= build
@@ -20,7 +20,7 @@ JOBS     ?= $(shell nproc)
 export OMPI_ALLOW_RUN_AS_ROOT := 1
 export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM := 1
 
-.PHONY: all deps test-deps data configure build test run bench convergence bench-python test-mpich sanitize fuzz clean
+.PHONY: all deps test-deps data configure build test run bench convergence bench-python test-mpich bench-mpi sanitize fuzz clean
 all: build
 
 # deps: what the build and the C++ job need; test-deps: also what the tests run (PyTorch, mpi4py,
@@ -78,6 +78,15 @@ test-mpich: data test-deps
 	  -DASYNCPS_BUILD_PYTHON=OFF -DASYNCPS_WITH_CUDA=OFF $(CMAKE_ARGS)
 	cmake --build $(MPICH_BUILD) -j $(JOBS)
 	cd $(MPICH_BUILD) && ctest --output-on-failure --timeout 900 $(MPICH_CTEST_ARGS)
+
+# The transport matrix: Open MPI and MPICH, one host and across the simulated hosts, side by side
+# (bench/mpi_matrix.sh; docs/MULTIHOST.md "The transport matrix").
+bench-mpi: data build
+	@scripts/install-deps.sh --bench
+	cmake -S . -B $(MPICH_BUILD) -DCMAKE_BUILD_TYPE=Release -DASYNCPS_NATIVE=ON -DASYNCPS_MPI=mpich \
+	  -DASYNCPS_BUILD_PYTHON=OFF -DASYNCPS_WITH_CUDA=OFF $(CMAKE_ARGS)
+	cmake --build $(MPICH_BUILD) -j $(JOBS) --target mnist_async bench_push_pull
+	bench/mpi_matrix.sh $(BUILD) $(MPICH_BUILD)
 
 # ASan + UBSan (GCC): everything built with ASYNCPS_SANITIZE=address,undefined in $(ASAN_BUILD),
 # every test run under it; any sanitizer report fails (README "Sanitizers and fuzzers"). The CNN

@@ -264,7 +264,11 @@ int main(int argc, char** argv) {
 
     const auto t_start = Clock::now();
     if (report) {
-      std::printf("# libasyncps one-sided benchmark (OSU style), Open MPI, %d server + %d concurrent worker(s)\n",
+      char version[MPI_MAX_LIBRARY_VERSION_STRING] = {};
+      int len = 0;
+      MPI_Get_library_version(version, &len);
+      const std::string mpi(version, std::strcspn(version, ",\n"));  // "Open MPI v4.1.4" / "MPICH Version:\t4.0.2"
+      std::printf("# libasyncps one-sided benchmark (OSU style), %s, %d server + %d concurrent worker(s)\n", mpi.c_str(),
                   options.num_servers, nworkers);
       std::printf("# library: MPI_Win_allocate, MPI_Win_lock_all once + MPI_Win_flush per op, 1 MiB chunks\n");
       std::printf("# lk_*: raw MPI_Win_allocate window, MPI_Win_lock(SHARED)/MPI_Win_unlock around each op\n");
