@@ -130,14 +130,16 @@ TEST_CASE("a second StepLoop on a worker goes on where the first stopped (overla
   std::int64_t first_clock = 0;
   {
     StepLoop steps(w);
+    // (up to 10 steps: a worker that starts late may find the others have taken the whole limit,
+    // 4 ranks sharing 2 cores; its second StepLoop then finds the job over, as it must)
     for (int k = 0; k < 10; ++k) {
       auto s = steps.begin_step(params, limit);
-      REQUIRE(s);
+      if (!s) break;
       CHECK(s->clock == k);
       CHECK(steps.end_step(grad, 1.0f).applied);
       ++applied;
+      first_clock = k + 1;
     }
-    first_clock = 10;
   }  // the next claim and pull are in flight now, and the last push
   StepLoop steps(w);
   bool first = true;

@@ -3,9 +3,11 @@
 
 #include <mpi.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <thread>
 
 #include "asyncps/error.h"
 #include "asyncps/log.h"
@@ -49,6 +51,9 @@ MpiEnvironment::~MpiEnvironment() {
   if (skip_finalize_) {  // (see the header: every rank is done with MPI once all have met here)
     MPI_Barrier(MPI_COMM_WORLD);
     std::fflush(nullptr);
+    // a launcher may end the ranks still running once one exits without MPI_Finalize: every
+    // rank lingers a moment after the barrier, so that they leave together
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
     return;
   }
   MPI_Finalize();
