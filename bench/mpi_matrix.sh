@@ -29,8 +29,8 @@ log() { printf '  %-44s %s\n' "$1" "$2"; }
 # one_host MPI NP ARGS...: the MPI's own launcher on this host
 one_host() {
   local mpi=$1 np=$2; shift 2
-  if [[ $mpi == openmpi ]]; then mpirun --oversubscribe --bind-to none -np "$np" "$@"
-  else mpiexec.mpich -np "$np" "$@"; fi
+  if [[ $mpi == openmpi ]]; then timeout 600 mpirun --oversubscribe --bind-to none -np "$np" "$@"
+  else timeout 600 mpiexec.mpich -np "$np" "$@"; fi
 }
 # across MPI NP PLACEMENT ARGS...: the netns harness with that MPI's launcher
 across() {
@@ -38,7 +38,7 @@ across() {
   local launcher=mpirun
   [[ $mpi == mpich ]] && launcher=mpiexec.mpich
   # shellcheck disable=SC2086
-  ASYNCPS_MPIRUN=$launcher scripts/netns-mpirun.sh -np "$np" $place "$@"
+  ASYNCPS_MPIRUN=$launcher timeout 600 scripts/netns-mpirun.sh -np "$np" $place "$@"
 }
 bin_of() { [[ $1 == openmpi ]] && echo "$(readlink -f "$OMPI/bin")" || echo "$(readlink -f "$MPICH/bin")"; }
 
@@ -59,8 +59,8 @@ for r in $(seq 1 "$REPEATS"); do
         ld=$(mktemp -d /tmp/asyncps-mx.XXXXXX)
         args=(--data_dir "$DATA_DIR" --save_secs 0 --no_restore --training_steps "$STEPS" --logdir "$ld" $extra)
         f=$OUT/mnist_${mpi}_${where}_${name}_r$r.txt
-        if [[ $where == one ]]; then timeout 300 one_host "$mpi" "$np" "$(bin_of $mpi)/mnist_async" "${args[@]}" >"$f" 2>&1
-        else timeout 300 across "$mpi" "$np" "$place" "$(bin_of $mpi)/mnist_async" "${args[@]}" >"$f" 2>&1; fi
+        if [[ $where == one ]]; then one_host "$mpi" "$np" "$(bin_of $mpi)/mnist_async" "${args[@]}" >"$f" 2>&1
+        else across "$mpi" "$np" "$place" "$(bin_of $mpi)/mnist_async" "${args[@]}" >"$f" 2>&1; fi
         log "$mpi $where $name run $r" "$(grep -h '^Done:' "$f" | grep -o '[0-9]* samples/s')"
         rm -rf "$ld"
       done
@@ -75,8 +75,8 @@ for r in $(seq 1 "$REPEATS"); do
       csv=$(readlink -f "$OUT")/rma_${mpi}_${where}_r$r.csv
       for bytes in 36392 16777216; do
         f=$OUT/rma_${mpi}_${where}_${bytes}_r$r.txt
-        if [[ $where == one ]]; then timeout 600 one_host "$mpi" 2 "$(bin_of $mpi)/bench_push_pull" --min_bytes $bytes --max_bytes $bytes --csv "$csv.$bytes" >"$f" 2>&1
-        else timeout 600 across "$mpi" 2 "--map-by node" "$(bin_of $mpi)/bench_push_pull" --min_bytes $bytes --max_bytes $bytes --csv "$csv.$bytes" >"$f" 2>&1; fi
+        if [[ $where == one ]]; then one_host "$mpi" 2 "$(bin_of $mpi)/bench_push_pull" --min_bytes $bytes --max_bytes $bytes --csv "$csv.$bytes" >"$f" 2>&1
+        else across "$mpi" 2 "--map-by node" "$(bin_of $mpi)/bench_push_pull" --min_bytes $bytes --max_bytes $bytes --csv "$csv.$bytes" >"$f" 2>&1; fi
       done
       log "$mpi $where run $r" "$(tail -n +2 "$csv.16777216" 2>/dev/null | cut -d, -f1-4)"
     done
