@@ -328,7 +328,7 @@ if session.is_server:
     refused(TypeError, lambda: ps.serve(5), "tick must be None or a callable", "serve(tick=5)")
     for name in ("snapshot", "close", "serve"):
         refused_in_thread(getattr(ps, name), f"ParameterServer.{name}")
-    for name in ("global_step", "shard", "final_step"):
+    for name in ("global_step", "shard", "final_step", "halted", "terminated"):
         refused_in_thread(lambda name=name: getattr(ps, name), f"ParameterServer.{name}")
     refused(ValueError, session.close, "close its ParameterServer", "Session.close under an open server")
 
@@ -443,6 +443,7 @@ else:
         "drain": w.drain, "finish": w.finish, "finished": lambda: w.finished, "stats": lambda: w.stats,
         "worker_index": lambda: w.worker_index, "begin_step": lambda: w.begin_step(buf, LIMIT),
         "end_step": lambda: w.end_step(ones, 1.0), "request_halt": w.request_halt, "halted": lambda: w.halted,
+        "terminated": lambda: w.terminated,
         "final_step": lambda: w.final_step, "staleness": lambda: w.staleness, "job_staleness": lambda: w.job_staleness,
         "store_shadow": lambda: w.store_shadow(ones), "load_shadow": lambda: w.load_shadow(buf), "close": w.close,
         "__enter__": w.__enter__, "__exit__": lambda: w.__exit__(None, None, None),

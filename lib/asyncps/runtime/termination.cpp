@@ -34,6 +34,9 @@ void release_termination_signal() noexcept {
   if (g_holds == 0 || --g_holds > 0 || !g_installed) return;
   g_installed = false;
   if (g_requested) return;  // (the job is stopping for it: a second TERM must not kill the final save)
+  struct sigaction now {};
+  if (sigaction(SIGTERM, nullptr, &now) != 0 || (now.sa_flags & SA_SIGINFO) || now.sa_handler != on_sigterm)
+    return;  // the program installed its own handler meanwhile: it stays
   struct sigaction sa {};
   sa.sa_handler = SIG_DFL;
   sigemptyset(&sa.sa_mask);
