@@ -3,8 +3,10 @@
 # One Slurm test, run inside the one-node cluster of slurm_cluster.sh (SLURM_CONF set). srun
 # wires MPI through PMIx for Open MPI and PMI-2 for MPICH (Debian's builds; `srun --mpi=list`).
 # CASE:
-#   train       srun -n 3 mnist_async trains (loss falls, test accuracy >= 0.80)
-#   python      srun -n 3 of the Python example (apps/python/mnist_torch.py) trains (>= 0.90)
+#   train       srun -n 3 mnist_async trains (loss falls, test accuracy >= 0.80; 20 runs: 0.856-0.869)
+#   python      srun -n 3 of the Python example (apps/python/mnist_torch.py, 600 steps) trains
+#               (>= 0.85: 20 runs gave 0.8987-0.9062; the bound is below the worst, the point is
+#               that srun launches it, accuracy is the multihost and python tests')
 #   sigterm     scancel --signal=TERM while it trains: every task exits 143, one line says
 #               "stopped by SIGTERM" and names the checkpoint, and a restart resumes from it
 #   singleton   srun --mpi=none: no PMI, so each task would be MPI's "rank 0 of 1" of 2 tasks;
@@ -35,7 +37,7 @@ python)
   [ "$rc" -eq 0 ] || fail "srun of the Python example exited $rc"
   acc=$(sed -n 's/.*test accuracy \([0-9.]*\).*/\1/p' "$out" | tail -1)
   [ -n "$acc" ] || fail "no test accuracy in the output"
-  awk -v a="$acc" 'BEGIN {exit !(a >= 0.90)}' || fail "test accuracy $acc < 0.90"
+  awk -v a="$acc" 'BEGIN {exit !(a >= 0.85)}' || fail "test accuracy $acc < 0.85"
   echo "PASS: test accuracy $acc"
   ;;
 sigterm)
