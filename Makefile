@@ -1,7 +1,7 @@
 # The two commands of the README:
 #   make run    set up what is missing, build, and train the MNIST job (1 server + 1 worker)
 #   make test   set up what is missing, build, and run every test with ctest
-# Other targets: make deps | test-deps | data | build | bench | convergence | bench-python | test-mpich | bench-mpi | sanitize
+# Other targets: make deps | test-deps | data | build | bench | convergence | bench-python | test-mpich | bench-mpi | bench-scaling | sanitize
 #   | fuzz | clean.
 # Variables: BUILD, NP, HOSTFILE, CMAKE_ARGS, ASAN_BUILD, FUZZ_BUILD, FUZZ_SECONDS, MPICH_BUILD, MPICH_CTEST_ARGS.
 BUILD    ?= build
@@ -20,7 +20,7 @@ JOBS     ?= $(shell nproc)
 export OMPI_ALLOW_RUN_AS_ROOT := 1
 export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM := 1
 
-.PHONY: all deps test-deps data configure build test run bench convergence bench-python test-mpich bench-mpi sanitize fuzz clean
+.PHONY: all deps test-deps data configure build test run bench convergence bench-python test-mpich bench-mpi bench-scaling sanitize fuzz clean
 all: build
 
 # deps: what the build and the C++ job need; test-deps: also what the tests run (PyTorch, mpi4py,
@@ -87,6 +87,12 @@ bench-mpi: data build
 	  -DASYNCPS_BUILD_PYTHON=OFF -DASYNCPS_WITH_CUDA=OFF $(CMAKE_ARGS)
 	cmake --build $(MPICH_BUILD) -j $(JOBS) --target mnist_async bench_push_pull
 	bench/mpi_matrix.sh $(BUILD) $(MPICH_BUILD)
+
+# The scaling study: bench_scaling on 4 simulated hosts (1-4 servers, 1-12 workers, arenas of
+# 36 KB to 256 MiB), the cost model fitted to it and its projection (docs/SCALING.md).
+bench-scaling: build
+	@scripts/install-deps.sh --bench
+	bench/scaling.sh $(BUILD)
 
 # ASan + UBSan (GCC): everything built with ASYNCPS_SANITIZE=address,undefined in $(ASAN_BUILD),
 # every test run under it; any sanitizer report fails (README "Sanitizers and fuzzers"). The CNN

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# usage: run_test.sh TIMEOUT [--min_accuracy A] [--check_timeline FILE RANKS SERVERS] -- NETNS_MPIRUN_ARGS...
+# usage: run_test.sh TIMEOUT [--min_accuracy A] [--check_timeline FILE RANKS SERVERS]
+#                    [--check_scaling FILE] -- NETNS_MPIRUN_ARGS...
 # One multi-host ctest test: skips (exit 77, the reason printed) when this machine cannot create
 # network namespaces; otherwise runs scripts/netns-mpirun.sh NETNS_MPIRUN_ARGS (set-up, mpirun on
 # the head, teardown) under `timeout -k 5 TIMEOUT`. With --min_accuracy the job's output is judged
 # by tests/app/check_training.sh (loss falls, final test accuracy >= A). With --check_timeline the
-# job's --timeline file is checked afterwards (tests/app/check_timeline.py).
+# job's --timeline file is checked afterwards (tests/app/check_timeline.py); with --check_scaling,
+# the point bench_scaling appended to FILE (tests/multihost/check_scaling_point.py).
 set -u
 here=$(dirname "$(readlink -f "$0")")
 root=$(cd "$here/../.." && pwd)
@@ -13,6 +15,8 @@ min_acc=""
 if [ "${1:-}" = "--min_accuracy" ]; then min_acc=$2; shift 2; fi
 timeline=()
 if [ "${1:-}" = "--check_timeline" ]; then timeline=("$2" "$3" "$4"); shift 4; rm -f "${timeline[0]}"; fi
+scaling=""
+if [ "${1:-}" = "--check_scaling" ]; then scaling=$2; shift 2; rm -f "$scaling"; fi
 [ "${1:-}" = "--" ] && shift
 if ! reason=$("$root/scripts/netns-up.sh" --probe 2>&1); then
   echo "SKIP: multi-host test not run: ${reason#netns harness unavailable: }"
@@ -28,5 +32,8 @@ rc=$?
 [ "$rc" -eq 77 ] && rc=1   # a skip is decided above, never by the job
 if [ "$rc" -eq 0 ] && [ ${#timeline[@]} -eq 3 ]; then
   python3 "$root/tests/app/check_timeline.py" "${timeline[@]}" || rc=1
+fi
+if [ "$rc" -eq 0 ] && [ -n "$scaling" ]; then
+  python3 "$here/check_scaling_point.py" "$scaling" || rc=1
 fi
 exit "$rc"
