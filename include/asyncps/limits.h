@@ -16,6 +16,9 @@ inline constexpr std::size_t kMaxTensorNameBytes = 251;
 inline constexpr std::size_t kMaxTensors = std::size_t{1} << 20;   // tensors in one layout
 inline constexpr std::size_t kMaxTensorRank = 32;                   // dimensions of one tensor
 inline constexpr std::uint64_t kMaxArenaFloats = std::uint64_t{1} << 40;  // floats in the arena (4 TiB)
+inline constexpr std::uint64_t kMaxTableRows = std::uint64_t{1} << 36;  // rows of one embedding table
+inline constexpr int kMaxTableDim = 65536;                         // floats per row
+inline constexpr std::size_t kMaxTables = 1024;                    // embedding tables in one layout
 inline constexpr int kMaxServers = 65536;                           // Options::num_servers
 // Options::chunk_bytes: at least one float, at most 1 GiB, so that every piece's element count
 // fits MPI's int counts.

@@ -1,12 +1,16 @@
-// defines: asyncps::TensorInfo, asyncps::ParamLayout
+// defines: asyncps::TensorInfo, asyncps::ParamLayout, asyncps::TableSpec, asyncps::TableInfo,
+//          asyncps::RowOptimizer
 // A model's trainable parameters as named tensors packed into one flat float arena (the
 // llm.c habit: one allocation, per-tensor views carved from a size table). The arena is what
-// the servers expose as an MPI window.
+// the servers expose as an MPI window. Embedding tables (rows x dim, read and updated a few rows
+// at a time by key: asyncps::EmbeddingTable) are declared beside it; their rows are never part
+// of the arena that pull/push and begin_step move.
 //
 //   asyncps::ParamLayout layout;
 //   layout.add("fc_w", {784, 10});
 //   layout.add("fc_b", {10});
-//   layout.size();        // 7850 floats
+//   layout.add_table("user", {.rows = 1 << 22, .dim = 16});
+//   layout.size();        // 7850 floats (the dense arena; the table is apart)
 //   layout.hash();        // same on every rank that built the same layout
 #pragma once
 #include <cstddef>
@@ -23,6 +27,32 @@ struct TensorInfo {
   std::vector<std::int64_t> shape;
   std::size_t offset = 0;  // first float of the tensor in the arena
   std::size_t size = 0;    // number of floats (product of shape)
+};
+
+// How a table's rows are updated by EmbeddingTable::push_rows (and what the servers keep per row).
+enum class RowOptimizer {
+  Sgd,      // row += scale * g
+  Adagrad,  // acc += g*g; row += scale * g / sqrt(acc + eps): one accumulator per row, kept
+            // beside the row in the servers' window (see asyncps/embedding_table.h)
+};
+
+// What add_table() takes.
+struct TableSpec {
+  std::uint64_t rows = 0;  // keys are hashed into [0, rows)
+  int dim = 0;             // floats per row
+  RowOptimizer optimizer = RowOptimizer::Sgd;
+  // Rows start uniform in [-init_scale, init_scale], the same on any number of servers (a
+  // function of seed, the table's name, row and column).
+  float init_scale = 0.01f;
+  std::uint64_t seed = 0;
+  float initial_accumulator = 0.1f;  // Adagrad: every row's accumulator to start with (> 0)
+};
+
+struct TableInfo {
+  std::string name;
+  TableSpec spec;
+  // Floats per row in the servers' window: the row, then its Adagrad accumulator.
+  int stride() const noexcept { return spec.dim + (spec.optimizer == RowOptimizer::Adagrad ? 1 : 0); }
 };
 
 class ParamLayout {
@@ -44,10 +74,21 @@ class ParamLayout {
   std::span<float> view(std::span<float> arena, const std::string& name) const;
   std::span<const float> view(std::span<const float> arena, const std::string& name) const;
 
-  // FNV-1a over names, shapes and order: stable across runs, compilers and hosts.
+  // Declares an embedding table. Throws ConfigError for a name that is not a valid tensor name
+  // or is already a tensor's or a table's, rows outside [1, limits::kMaxTableRows], dim outside
+  // [1, limits::kMaxTableDim], init_scale not finite or negative, an Adagrad
+  // initial_accumulator not finite and positive, or more than limits::kMaxTables tables.
+  void add_table(const std::string& name, const TableSpec& spec);
+  const std::vector<TableInfo>& tables() const noexcept { return tables_; }
+  const TableInfo& table(const std::string& name) const;  // throws ConfigError if absent
+  std::size_t table_index(const std::string& name) const;  // its place in tables()
+
+  // FNV-1a over names, shapes and order (and the tables, where there are any): stable across
+  // runs, compilers and hosts.
   std::uint64_t hash() const noexcept;
 
  private:
+  std::vector<TableInfo> tables_;
   std::vector<TensorInfo> tensors_;
   std::unordered_map<std::string, std::size_t> by_name_;  // name -> index in tensors_
   std::size_t size_ = 0;

@@ -2,9 +2,11 @@
 // Who does what. Ranks [0, S) are servers, the rest workers; the first worker is the chief
 // (it logs, evaluates and keeps the EMA, the seed's is_chief). The arena is cut into S
 // contiguous shards balanced by bytes: a tensor larger than one share spans several servers,
-// so no server is hot (never round-robin by tensor).
+// so no server is hot (never round-robin by tensor). An embedding table's rows are cut the same
+// way, into S contiguous ranges (keys are hashed into rows first, so hot keys spread evenly).
 #pragma once
 #include <cstddef>
+#include <cstdint>
 #include <vector>
 
 namespace asyncps {
@@ -45,6 +47,35 @@ class ShardPlan {
  private:
   std::size_t arena_;
   std::vector<Shard> shards_;
+};
+
+class ParamLayout;
+
+// Where every embedding table's rows live: server s holds rows [first_row, first_row + rows) of
+// each table, consecutive in its row window, row after row of TableInfo::stride() floats.
+class RowPlan {
+ public:
+  struct Part {
+    std::uint64_t first_row = 0, rows = 0;
+    std::size_t offset = 0;  // float offset of first_row in the server's row window
+  };
+  RowPlan() = default;
+  RowPlan(const ParamLayout& layout, int num_servers);
+  bool empty() const noexcept { return strides_.empty(); }  // no tables
+  // Floats server `server` exposes for all tables.
+  std::size_t server_floats(int server) const { return floats_.at(static_cast<std::size_t>(server)); }
+  const Part& part(std::size_t table, int server) const;
+  int server_of(std::size_t table, std::uint64_t row) const;
+  // (server, float offset in that server's row window) of row `row` of table `table`.
+  std::size_t offset_of(std::size_t table, int server, std::uint64_t row) const;
+  int stride(std::size_t table) const { return strides_.at(table); }
+
+ private:
+  int servers_ = 0;
+  std::vector<int> strides_;
+  std::vector<std::uint64_t> rows_;
+  std::vector<std::vector<Part>> parts_;  // [table][server]
+  std::vector<std::size_t> floats_;       // [server]
 };
 
 }  // namespace asyncps

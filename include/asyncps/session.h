@@ -98,6 +98,7 @@ class Session {
   const Roles& roles() const noexcept { return roles_; }
   const ParamLayout& layout() const noexcept { return layout_; }
   const ShardPlan& plan() const noexcept { return plan_; }
+  const RowPlan& row_plan() const noexcept { return row_plan_; }  // the embedding tables' rows
   const Options& options() const noexcept { return options_; }
   // True when every rank of the session runs on one node (shared memory between all of them).
   bool single_node() const noexcept { return single_node_; }
@@ -126,6 +127,7 @@ class Session {
   Roles roles_;
   ParamLayout layout_;
   ShardPlan plan_;
+  RowPlan row_plan_;
   Options options_;
   bool single_node_ = false;
   int node_ranks_ = 1;

@@ -96,3 +96,65 @@ TEST_CASE("roles: servers first, then workers; the first worker is the chief", "
   CHECK_THROWS_WITH(Roles::make(0, 3, 3), Catch::Contains("leaves no worker"));
   CHECK_THROWS_WITH(Roles::make(0, 3, 0), Catch::Contains("at least 1"));
 }
+
+TEST_CASE("tables: declared apart from the arena, refused when out of range, part of the hash", "[layout][table]") {
+  ParamLayout l;
+  l.add("w", {10});
+  const std::uint64_t dense_hash = l.hash();
+  l.add_table("emb", {.rows = 1000, .dim = 16});
+  CHECK(l.size() == 10);  // the arena does not grow
+  CHECK(l.tables().size() == 1);
+  CHECK(l.table("emb").stride() == 16);
+  CHECK(l.hash() != dense_hash);
+  ParamLayout other;
+  other.add("w", {10});
+  other.add_table("emb", {.rows = 1001, .dim = 16});
+  CHECK(other.hash() != l.hash());  // rows count
+  ParamLayout ada;
+  ada.add("w", {10});
+  ada.add_table("emb", {.rows = 1000, .dim = 16, .optimizer = RowOptimizer::Adagrad});
+  CHECK(ada.table("emb").stride() == 17);  // the accumulator rides with the row
+  CHECK(ada.hash() != l.hash());
+  CHECK_THROWS_WITH(l.add_table("emb", {.rows = 5, .dim = 2}), Catch::Contains("added twice"));
+  CHECK_THROWS_WITH(l.add_table("w", {.rows = 5, .dim = 2}), Catch::Contains("already a tensor"));
+  CHECK_THROWS_WITH(l.add("emb", {3}), Catch::Contains("already an embedding table"));
+  CHECK_THROWS_WITH(l.add_table("z", {.rows = 0, .dim = 2}), Catch::Contains("rows must be in"));
+  CHECK_THROWS_WITH(l.add_table("z", {.rows = (std::uint64_t{1} << 36) + 1, .dim = 2}), Catch::Contains("rows must be in"));
+  CHECK_THROWS_WITH(l.add_table("z", {.rows = 5, .dim = 0}), Catch::Contains("dim must be in"));
+  CHECK_THROWS_WITH(l.add_table("z", {.rows = 5, .dim = 2, .init_scale = -1}), Catch::Contains("init_scale"));
+  CHECK_THROWS_WITH(l.add_table("z", {.rows = 5, .dim = 2, .optimizer = RowOptimizer::Adagrad, .initial_accumulator = 0}),
+                    Catch::Contains("initial_accumulator"));
+  CHECK_THROWS_WITH(l.add_table("a/b", {.rows = 5, .dim = 2}), Catch::Contains("table name"));
+  CHECK_THROWS_WITH(l.table("nope"), Catch::Contains("no embedding table named"));
+}
+
+TEST_CASE("row plan: contiguous row ranges per server, every row on exactly one", "[plan][table]") {
+  ParamLayout l;
+  l.add("w", {1});
+  l.add_table("a", {.rows = 10, .dim = 3});
+  l.add_table("b", {.rows = 7, .dim = 2, .optimizer = RowOptimizer::Adagrad});
+  const RowPlan plan(l, 3);
+  // a: 4, 3, 3 rows; b: 3, 2, 2 rows (stride 3)
+  CHECK(plan.part(0, 0).rows == 4);
+  CHECK(plan.part(0, 2).first_row == 7);
+  CHECK(plan.server_floats(0) == 4 * 3 + 3 * 3);
+  CHECK(plan.server_floats(1) == 3 * 3 + 2 * 3);
+  for (std::size_t t = 0; t < 2; ++t) {
+    const std::uint64_t rows = l.tables()[t].spec.rows;
+    for (std::uint64_t r = 0; r < rows; ++r) {
+      const int s = plan.server_of(t, r);
+      const RowPlan::Part& p = plan.part(t, s);
+      CHECK(r >= p.first_row);
+      CHECK(r < p.first_row + p.rows);
+      CHECK(plan.offset_of(t, s, r) + static_cast<std::size_t>(plan.stride(t)) <= plan.server_floats(s));
+    }
+  }
+  CHECK(plan.offset_of(1, 0, 0) == 12);  // b's rows come after a's on each server
+  CHECK_THROWS(plan.server_of(0, 10));
+  // more servers than rows: some hold none
+  const RowPlan wide(l, 12);
+  std::uint64_t total = 0;
+  for (int s = 0; s < 12; ++s) total += wide.part(0, s).rows;
+  CHECK(total == 10);
+  CHECK(wide.part(0, 11).rows == 0);
+}

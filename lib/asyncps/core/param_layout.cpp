@@ -1,6 +1,9 @@
 // defines: ParamLayout
 #include "asyncps/param_layout.h"
 
+#include <cmath>
+#include <cstring>
+
 #include "asyncps/error.h"
 #include "asyncps/limits.h"
 
@@ -11,6 +14,8 @@ std::size_t ParamLayout::add(const std::string& name, const std::vector<std::int
   if (const std::string problem = limits::tensor_name_problem(name); !problem.empty())
     throw ConfigError("ParamLayout::add: tensor name " + limits::shown_name(name) + " " + problem);
   if (by_name_.count(name)) throw ConfigError("ParamLayout::add: tensor '" + name + "' added twice");
+  for (const auto& t : tables_)
+    if (t.name == name) throw ConfigError("ParamLayout::add: '" + name + "' is already an embedding table's name");
   if (tensors_.size() >= limits::kMaxTensors)
     throw ConfigError("ParamLayout::add: more than " + std::to_string(limits::kMaxTensors) + " tensors");
   if (shape.size() > limits::kMaxTensorRank)
@@ -31,6 +36,37 @@ std::size_t ParamLayout::add(const std::string& name, const std::vector<std::int
   tensors_.push_back(TensorInfo{name, shape, size_, static_cast<std::size_t>(n)});
   size_ += static_cast<std::size_t>(n);
   return tensors_.back().offset;
+}
+
+void ParamLayout::add_table(const std::string& name, const TableSpec& spec) {
+  const std::string where = "ParamLayout::add_table: ";
+  if (const std::string problem = limits::tensor_name_problem(name); !problem.empty())
+    throw ConfigError(where + "table name " + limits::shown_name(name) + " " + problem);
+  if (by_name_.count(name)) throw ConfigError(where + "'" + name + "' is already a tensor's name");
+  for (const auto& t : tables_)
+    if (t.name == name) throw ConfigError(where + "table '" + name + "' added twice");
+  if (tables_.size() >= limits::kMaxTables)
+    throw ConfigError(where + "more than " + std::to_string(limits::kMaxTables) + " tables");
+  if (spec.rows < 1 || spec.rows > limits::kMaxTableRows)
+    throw ConfigError(where + "table '" + name + "': rows must be in [1, 2^36], got " + std::to_string(spec.rows));
+  if (spec.dim < 1 || spec.dim > limits::kMaxTableDim)
+    throw ConfigError(where + "table '" + name + "': dim must be in [1, " + std::to_string(limits::kMaxTableDim) +
+                      "], got " + std::to_string(spec.dim));
+  if (!std::isfinite(spec.init_scale) || spec.init_scale < 0)
+    throw ConfigError(where + "table '" + name + "': init_scale must be finite and >= 0");
+  if (spec.optimizer != RowOptimizer::Sgd && spec.optimizer != RowOptimizer::Adagrad)
+    throw ConfigError(where + "table '" + name + "': unknown RowOptimizer");
+  if (spec.optimizer == RowOptimizer::Adagrad && !(std::isfinite(spec.initial_accumulator) && spec.initial_accumulator > 0))
+    throw ConfigError(where + "table '" + name + "': Adagrad's initial_accumulator must be finite and > 0");
+  tables_.push_back(TableInfo{name, spec});
+}
+
+const TableInfo& ParamLayout::table(const std::string& name) const { return tables_[table_index(name)]; }
+
+std::size_t ParamLayout::table_index(const std::string& name) const {
+  for (std::size_t i = 0; i < tables_.size(); ++i)
+    if (tables_[i].name == name) return i;
+  throw ConfigError("ParamLayout: no embedding table named " + limits::shown_name(name));
 }
 
 const TensorInfo& ParamLayout::tensor(const std::string& name) const {
@@ -68,6 +104,26 @@ std::uint64_t ParamLayout::hash() const noexcept {
       mix(le, 8);
     }
     mix(&sep, 1);
+  }
+  // (a layout without tables hashes as it always has: checkpoints record the hash)
+  auto mix_u64 = [&](std::uint64_t v) {
+    unsigned char le[8];
+    for (int i = 0; i < 8; ++i) le[i] = static_cast<unsigned char>(v >> (8 * i));
+    mix(le, 8);
+  };
+  for (const auto& t : tables_) {
+    const unsigned char marker = 0x7c;  // '|': a table follows
+    mix(&marker, 1);
+    mix(t.name.data(), t.name.size());
+    mix_u64(t.spec.rows);
+    mix_u64(static_cast<std::uint64_t>(t.spec.dim));
+    mix_u64(static_cast<std::uint64_t>(t.spec.optimizer));
+    mix_u64(t.spec.seed);
+    std::uint32_t bits = 0;
+    std::memcpy(&bits, &t.spec.init_scale, 4);
+    mix_u64(bits);
+    std::memcpy(&bits, &t.spec.initial_accumulator, 4);
+    mix_u64(bits);
   }
   return h;
 }

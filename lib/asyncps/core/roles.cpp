@@ -4,6 +4,7 @@
 #include <string>
 
 #include "asyncps/error.h"
+#include "asyncps/param_layout.h"
 
 namespace asyncps {
 
@@ -36,6 +37,45 @@ int ShardPlan::server_of(std::size_t element) const {
   for (const auto& sh : shards_)
     if (element < sh.offset + sh.size) return sh.server;
   return shards_.back().server;  // unreachable
+}
+
+RowPlan::RowPlan(const ParamLayout& layout, int num_servers) : servers_(num_servers) {
+  if (num_servers < 1) throw ConfigError("RowPlan: needs at least one server");
+  const auto s = static_cast<std::uint64_t>(num_servers);
+  floats_.assign(static_cast<std::size_t>(num_servers), 0);
+  for (const TableInfo& t : layout.tables()) {
+    const std::uint64_t base = t.spec.rows / s, extra = t.spec.rows % s;
+    std::vector<Part> parts;
+    std::uint64_t first = 0;
+    for (std::uint64_t i = 0; i < s; ++i) {
+      const std::uint64_t n = base + (i < extra ? 1 : 0);  // the first `extra` servers take one more row
+      parts.push_back(Part{first, n, floats_[i]});
+      floats_[i] += static_cast<std::size_t>(n) * static_cast<std::size_t>(t.stride());
+      first += n;
+    }
+    strides_.push_back(t.stride());
+    rows_.push_back(t.spec.rows);
+    parts_.push_back(std::move(parts));
+  }
+}
+
+const RowPlan::Part& RowPlan::part(std::size_t table, int server) const {
+  return parts_.at(table).at(static_cast<std::size_t>(server));
+}
+
+int RowPlan::server_of(std::size_t table, std::uint64_t row) const {
+  const std::uint64_t rows = rows_.at(table);
+  if (row >= rows) throw ConfigError("RowPlan::server_of: row outside the table");
+  const auto s = static_cast<std::uint64_t>(servers_);
+  const std::uint64_t base = rows / s, extra = rows % s;
+  // the first `extra` servers hold base + 1 rows each, the others base
+  const std::uint64_t big = extra * (base + 1);
+  return static_cast<int>(row < big ? row / (base + 1) : extra + (row - big) / base);
+}
+
+std::size_t RowPlan::offset_of(std::size_t table, int server, std::uint64_t row) const {
+  const Part& p = part(table, server);
+  return p.offset + static_cast<std::size_t>(row - p.first_row) * static_cast<std::size_t>(strides_[table]);
 }
 
 }  // namespace asyncps

@@ -109,6 +109,11 @@ void agree_valid(MPI_Comm comm, const ParamLayout& layout, const Options& option
   try {
     validate(options);
     if (layout.size() == 0) throw ConfigError("the parameter layout is empty: add at least one tensor");
+    // (the servers' checkpoints hold the dense arena and its EMA only: a restore would bring back
+    // the arena and leave the tables at their first values)
+    if (!layout.tables().empty() && !options.checkpoint.dir.empty())
+      throw ConfigError("Options::checkpoint: checkpoints do not hold embedding tables yet (layout table '" +
+                        layout.tables().front().name + "'); leave Options::checkpoint.dir empty for a job with tables");
     int rank = 0;
     MPI_Comm_rank(comm, &rank);
     if (rank == 0 && !options.timeline.empty()) check_timeline_dir(options.timeline);  // rank 0 writes it, at the end
@@ -144,6 +149,7 @@ Session::Session(MPI_Comm comm, ParamLayout layout, Options options)
     if (size >= 2) check_same_everywhere(comm_, layout_, options_);  // before roles: S may differ
     roles_ = Roles::make(rank, size, options_.num_servers);
     plan_ = ShardPlan(layout_.size(), options_.num_servers);
+    row_plan_ = RowPlan(layout_, options_.num_servers);
     MPI_Comm node = MPI_COMM_NULL;
     ASYNCPS_MPI_CHECK(MPI_Comm_split_type(comm_, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
     int node_size = 0;

@@ -9,6 +9,7 @@
 
 #include "asyncps/error.h"
 #include "core/check.h"
+#include "core/rows.h"
 #include "core/vector_ops.h"
 #include "runtime/rank_runtime.h"
 #include "runtime/termination.h"
@@ -79,6 +80,10 @@ ParameterServer::ParameterServer(Session& session, std::span<const float> initia
     std::copy_n(initial.begin() + static_cast<std::ptrdiff_t>(sh.offset), sh.size, win.params.data<float>());
   if (restored.has_shadow) std::copy(restored.shadow.begin(), restored.shadow.end(), win.shadow.data<float>());
   else std::fill_n(win.shadow.data<float>(), sh.size, 0.f);
+  if (win.rows.get() != MPI_WIN_NULL) {  // the embedding tables' first values (never from a checkpoint)
+    detail::init_server_rows(session.layout(), session.row_plan(), session.roles().rank, win.rows.data<float>());
+    ASYNCPS_MPI_CHECK(MPI_Win_sync(win.rows.get()));
+  }
   if (session.roles().rank == detail::ControlBlock::kRank)
     impl_->rt.control().init_local(restored.found ? restored.step : initial_step, restored.has_shadow);
   // (a server that cannot create its checkpoint directory, on a host of its own, says so on

@@ -30,6 +30,7 @@ MPI_Win RmaChannel::win_of(Table table) const noexcept {
     case Table::Accum: return win_.accum.get();
     case Table::Shadow: return win_.shadow.get();
     case Table::Control: return win_.control.get();
+    case Table::Rows: return win_.rows.get();
   }
   return MPI_WIN_NULL;
 }
@@ -92,6 +93,33 @@ void RmaChannel::replace(Table table, const float* src, RmaBatch& batch) {
   issued(table, batch, /*write=*/true);
 }
 
+void RmaChannel::read_run(Table table, int target, MPI_Aint disp, float* dst, std::size_t n, RmaBatch& batch) {
+  const MPI_Win w = win_of(table);
+  for (std::size_t done = 0; done < n; done += chunk_floats_) {
+    const int k = static_cast<int>(std::min(chunk_floats_, n - done));
+    const MPI_Aint d = disp + static_cast<MPI_Aint>(done);
+    if (batch.by_request) {
+      MPI_Request r;
+      ASYNCPS_MPI_CHECK(MPI_Rget_accumulate(nullptr, 0, MPI_FLOAT, dst + done, k, MPI_FLOAT, target, d, k, MPI_FLOAT,
+                                            MPI_NO_OP, w, &r));
+      batch.requests.push_back(r);
+    } else {
+      ASYNCPS_MPI_CHECK(MPI_Get_accumulate(nullptr, 0, MPI_FLOAT, dst + done, k, MPI_FLOAT, target, d, k, MPI_FLOAT,
+                                           MPI_NO_OP, w));
+    }
+  }
+  issued(table, batch, /*write=*/false);
+}
+
+void RmaChannel::add_run(Table table, int target, MPI_Aint disp, const float* src, std::size_t n, RmaBatch& batch) {
+  const MPI_Win w = win_of(table);
+  for (std::size_t done = 0; done < n; done += chunk_floats_) {
+    const int k = static_cast<int>(std::min(chunk_floats_, n - done));
+    accumulate(src + done, MPI_SUM, w, batch, target, disp + static_cast<MPI_Aint>(done), k);
+  }
+  issued(table, batch, /*write=*/true);
+}
+
 void RmaChannel::fetch_slots(int slot, const std::int64_t* add, std::int64_t* result, int count, MPI_Op op,
                              RmaBatch& batch) {
   const MPI_Win w = win_.control.get();
@@ -140,7 +168,7 @@ void RmaChannel::wait(std::vector<MPI_Request>& requests) {
 // A flush of a table completes every operation issued on it before: a batch needs one only
 // where no flush has come since its operations (their bit is still set).
 void RmaChannel::flush_needed(unsigned tables) {
-  for (unsigned t = 1; t <= static_cast<unsigned>(Table::Control); t <<= 1)
+  for (unsigned t = 1; t <= static_cast<unsigned>(Table::Rows); t <<= 1)
     if (tables & (writes_ | unflushed_) & t) flush(static_cast<Table>(t));
 }
 
@@ -165,6 +193,10 @@ void RmaChannel::flush(Table table) {
   const MPI_Win w = win_of(table);
   if (table == Table::Control) {
     ASYNCPS_MPI_CHECK(MPI_Win_flush(ControlBlock::kRank, w));
+  } else if (table == Table::Rows) {
+    if (w != MPI_WIN_NULL)
+      for (int s = 0; s < session_->roles().num_servers; ++s)
+        if (session_->row_plan().server_floats(s) > 0) ASYNCPS_MPI_CHECK(MPI_Win_flush(s, w));
   } else {
     for (const Shard& sh : session_->plan().shards())
       if (sh.size > 0) ASYNCPS_MPI_CHECK(MPI_Win_flush(sh.server, w));

@@ -33,9 +33,9 @@
 
 namespace asyncps::detail {
 
-// The windows the channel reaches: the arena and its shard-sized companions, and the control
-// block on rank 0.
-enum class Table : unsigned { Params = 1, Accum = 2, Shadow = 4, Control = 8 };
+// The windows the channel reaches: the arena and its shard-sized companions, the control block
+// on rank 0, and the embedding tables' rows.
+enum class Table : unsigned { Params = 1, Accum = 2, Shadow = 4, Control = 8, Rows = 16 };
 enum class Completion { Flush, Request };
 
 // Operations in flight together, completed together (RmaChannel::complete).
@@ -78,6 +78,13 @@ class RmaChannel {
   // is reused (a scaling pass that stays in cache), and all complete at the targets on return.
   template <class Stage>
   void add_staged(Table table, float* buffer, Stage stage);
+
+  // ---- runs of floats on one target (the embedding tables' rows) -------------------------------
+  // dst[0..n) = table at (target, disp), element-wise atomic (MPI_Get_accumulate(MPI_NO_OP):
+  // ordered after this rank's accumulates there); cut into chunk_floats() pieces.
+  void read_run(Table table, int target, MPI_Aint disp, float* dst, std::size_t n, RmaBatch& batch);
+  // table at (target, disp) += src[0..n) (MPI_SUM); src untouched until the batch completes locally.
+  void add_run(Table table, int target, MPI_Aint disp, const float* src, std::size_t n, RmaBatch& batch);
 
   // ---- the control block on rank 0 (int64 slots; see ControlBlock) -----------------------------
   // result[0..count) = slots before the operation; slots (op)= add (MPI_SUM, or MPI_NO_OP: a read).

@@ -16,14 +16,20 @@ SessionWindows open_windows(const Session& session) {
   w.control = Window(session.comm(), ctrl_bytes, sizeof(std::int64_t), "control");
   if (session.options().mode == Mode::Sync) w.accum = Window(session.comm(), shard_bytes, sizeof(float), "accumulation");
   w.shadow = Window(session.comm(), shard_bytes, sizeof(float), "EMA shadow", /*sum_and_no_op_only=*/false);
+  if (!session.row_plan().empty()) {
+    const std::size_t row_bytes = roles.is_server() ? session.row_plan().server_floats(roles.rank) * sizeof(float) : 0;
+    w.rows = Window(session.comm(), row_bytes, sizeof(float), "embedding table");
+  }
   w.lock_params = LockAll(w.params.get());
   w.lock_control = LockAll(w.control.get());
   if (w.accum.get() != MPI_WIN_NULL) w.lock_accum = LockAll(w.accum.get());
   w.lock_shadow = LockAll(w.shadow.get());
+  if (w.rows.get() != MPI_WIN_NULL) w.lock_rows = LockAll(w.rows.get());
   return w;
 }
 
 void SessionWindows::end_epochs() {
+  lock_rows.unlock();
   lock_accum.unlock();
   lock_shadow.unlock();
   lock_params.unlock();
@@ -36,6 +42,7 @@ void SessionWindows::close() {
   control.free();
   accum.free();  // (a null window where the session made none: on every rank alike)
   shadow.free();
+  rows.free();  // (null where the layout has no tables: on every rank alike)
 }
 
 }  // namespace asyncps::detail

@@ -4,6 +4,8 @@
 //   control: rank 0 exposes the control block (int64), the rest 0 bytes
 //   accum:   sync mode only: servers expose a shard-sized buffer the round's updates add into
 //   shadow:  servers expose a shard-sized copy of the chief's EMA shadow (MPI_REPLACE writes)
+//   rows:    only where the layout has embedding tables: servers expose their rows of every
+//            table (Session::row_plan()), workers 0 bytes
 #pragma once
 #include <mpi.h>
 
@@ -20,7 +22,8 @@ struct SessionWindows {
   Window control;
   Window accum;  // empty unless Mode::Sync
   Window shadow;
-  LockAll lock_params, lock_control, lock_accum, lock_shadow;
+  Window rows;  // empty unless the layout has tables
+  LockAll lock_params, lock_control, lock_accum, lock_shadow, lock_rows;
   void end_epochs();  // early (a worker's finish), throwing on error
   // Collective, at the job's end only (the end of ParameterServer::serve() and of
   // WorkerClient::finish(), where every rank is): ends the epochs still open and frees the

@@ -1,0 +1,100 @@
+// defines: asyncps::EmbeddingTable, asyncps::RowPush, asyncps::TableStats
+// A worker's handle on one embedding table of the layout (ParamLayout::add_table): rows x dim
+// floats sharded across the servers by row, read and updated a few rows at a time by key, one-
+// sided (the servers' CPUs are not on the data path where the transport does not need them).
+//
+//   layout.add_table("ads", {.rows = 1 << 22, .dim = 16, .optimizer = asyncps::RowOptimizer::Adagrad});
+//   ... Session, and on the servers ParameterServer (which fills the rows) ...
+//   asyncps::WorkerClient w(session);
+//   asyncps::EmbeddingTable ads(w, "ads");
+//   ads.pull_rows(keys, emb);                 // emb[i*16 .. i*16+16) = the row of keys[i]
+//   ... forward, backward: demb, the gradient of each looked-up row ...
+//   ads.push_rows(keys, demb, -lr);           // duplicates summed, then one update per row
+//
+// Keys are any uint64 ids, hashed into rows: row = mix64(key) mod rows (splitmix64's finaliser,
+// row_of()). Distinct keys that land in one row share it. With n distinct keys in R rows, the
+// expected share of keys that collide with another is 1 - (R/n)(1 - e^(-n/R)): about n/(2R)
+// for n << R (1% of the keys at n = R/50).
+//
+// Sharding: server s holds a contiguous range of rows (RowPlan). Hashing first makes it even
+// whatever the ids' skew. Transfers are contiguous runs of rows, one MPI operation per run and
+// server (no derived datatypes), on the session's channel: the same windows' epochs, completion
+// strategy, heartbeats and stall watch as the dense arena.
+//
+// Updates are Hogwild, in every Options::mode: applied as they arrive, atomic per element
+// (MPI_Accumulate), never lost. Row-wise Adagrad keeps one accumulator per row beside the row.
+// push_rows takes the accumulator as this worker last read it (its last pull_rows of that row,
+// or a read now), adds mean(g*g) over the row, steps by scale * g / (sqrt(acc) + eps), and adds
+// both the step and mean(g*g) to the servers' copy in one accumulate. Two workers that update
+// one row at once each add their own g*g exactly; each steps with an accumulator that lacks the
+// other's (stale by the updates in flight, as the row itself is).
+#pragma once
+#include <cstdint>
+#include <span>
+#include <string>
+
+#include "asyncps/param_layout.h"
+#include "asyncps/worker_client.h"
+
+namespace asyncps {
+
+namespace detail {
+struct TableState;  // a worker's state for one table (lib/asyncps/worker/embedding_table.cpp)
+}
+
+struct TableStats {
+  std::uint64_t pulls = 0, pushes = 0;
+  std::uint64_t keys_pulled = 0, keys_pushed = 0;  // as given (duplicates included)
+  std::uint64_t rows_pulled = 0, rows_pushed = 0;  // distinct rows moved
+  std::uint64_t runs = 0;                          // MPI operations' contiguous runs, pulls and pushes
+  std::uint64_t bytes_pulled = 0, bytes_pushed = 0;
+  std::uint64_t nonfinite = 0;                     // pushes refused for NaN or Inf
+  double pull_seconds = 0, push_seconds = 0;
+};
+
+// What push_rows() did.
+struct RowPush {
+  bool applied = false;    // the update left for the servers
+  bool nonfinite = false;  // a gradient (or scale * gradient) held NaN or Inf: nothing was sent
+  std::size_t rows = 0;    // distinct rows updated
+  explicit operator bool() const noexcept { return applied; }
+};
+
+class EmbeddingTable {
+ public:
+  // Not collective. Throws ConfigError if the layout has no table `name`, or on a server.
+  // The worker must outlive it; several handles on one table share its state.
+  EmbeddingTable(WorkerClient& worker, const std::string& name);
+
+  const std::string& name() const noexcept;
+  std::uint64_t rows() const noexcept;
+  int dim() const noexcept;
+  RowOptimizer optimizer() const noexcept;
+
+  // The row a key is hashed into: mix64(key) mod rows, the same on every rank.
+  std::uint64_t row_of(std::uint64_t key) const noexcept;
+
+  // out[i*dim, (i+1)*dim) = the row of keys[i], each element read atomically; returns with the
+  // data here. Reads come after this worker's earlier pushes to the same rows. out must hold
+  // keys.size() * dim floats.
+  void pull_rows(std::span<const std::uint64_t> keys, std::span<float> out);
+  // grads[i*dim, (i+1)*dim) is the gradient of keys[i]'s row; the gradients of keys that share
+  // a row are summed first, then each row is updated once (Sgd: row += scale * g; Adagrad: see
+  // above, scale = -learning rate). A gradient holding NaN or Inf (or one that overflows when
+  // scaled) sends nothing and counts in stats().nonfinite. Returns once the update has left this
+  // rank (its buffers free); it lands before this worker's next pull_rows and before drain()
+  // returns. ConfigError for sizes that do not match, a non-finite scale, or after drain().
+  RowPush push_rows(std::span<const std::uint64_t> keys, std::span<const float> grads, float scale);
+
+  // Adagrad's epsilon in scale * g / (sqrt(acc) + eps) (default 1e-8; finite, >= 0).
+  void set_epsilon(float eps);
+  float epsilon() const noexcept;
+
+  const TableStats& stats() const noexcept;
+
+ private:
+  WorkerClient* worker_;
+  detail::TableState* state_;  // held by the worker's transport (a layer: it lives as long as the windows)
+};
+
+}  // namespace asyncps
