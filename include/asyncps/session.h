@@ -36,7 +36,9 @@ enum class Mode {
 enum class ServerProgress {
   Auto,  // Poll where one-sided operations complete without the target (Open MPI on one node,
          // pt2pt not forced); Wake where they need it between hosts; under the MPICH family on
-         // one node, where they need it too, Poll every 50 us (measured faster than a wake)
+         // one node, where they need it too, Poll every 50 us (measured faster than a wake); and
+         // Poll every 50 us wherever they need it and the layout has embedding tables (their
+         // many small operations stall a woken server: docs/EMBEDDINGS.md)
   Poll,  // enter MPI every server_poll_us, sleeping in between (0: never sleeps)
   Wake,  // sleep until bytes arrive on one of the process's sockets (TCP), at most
          // server_poll_us; keep entering MPI for server_spin_us after the last arrival

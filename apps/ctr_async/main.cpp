@@ -1,0 +1,169 @@
+// ctr_async: click-through-rate models on libasyncps's embedding tables.
+//   mpirun -np 3 build/bin/ctr_async [--model lr|wide_deep] [--ps 1] [--help]
+// Every rank but the servers trains on its own stream of synthetic clicks; the chief (the first
+// worker) evaluates the final model on a held-out stream and prints "AUC 0.xxxx" beside the
+// planted model's. Every fatal error prints one line and aborts every rank.
+#include <mpi.h>
+
+#include <chrono>
+#include <cstdio>
+#include <exception>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "asyncps/asyncps.h"
+#include "clicks.h"
+#include "metrics.h"
+#include "model.h"
+#include "options.h"
+
+namespace ctr_async {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+// Examples [first, first + n) of a stream as a batch.
+void fill(const ClickLog& log, std::uint64_t stream, std::uint64_t first, int n, Batch& b, Example& ex) {
+  const int F = log.config().fields, Dn = log.config().dense;
+  b.n = n;
+  b.keys.resize(static_cast<std::size_t>(n) * F);
+  b.dense.resize(static_cast<std::size_t>(n) * Dn);
+  b.labels.resize(static_cast<std::size_t>(n));
+  b.planted.resize(static_cast<std::size_t>(n));
+  for (int i = 0; i < n; ++i) {
+    log.example(stream, first + static_cast<std::uint64_t>(i), ex);
+    for (int f = 0; f < F; ++f) b.keys[static_cast<std::size_t>(i) * F + f] = ClickLog::key(f, ex.ids[static_cast<std::size_t>(f)]);
+    std::copy(ex.dense.begin(), ex.dense.end(), b.dense.begin() + static_cast<std::ptrdiff_t>(i) * Dn);
+    b.labels[static_cast<std::size_t>(i)] = ex.label;
+    b.planted[static_cast<std::size_t>(i)] = ex.planted;
+  }
+}
+
+int run_server(const Config& c, asyncps::Session& session) {
+  std::vector<float> initial(session.layout().size());
+  init_dense(session.layout(), c.data.seed, initial);
+  asyncps::ParameterServer server(session, initial);  // (it fills the tables' rows from their seed)
+  server.serve();
+  return server.halted() ? 3 : 0;
+}
+
+int run_worker(const Config& c, asyncps::Session& session) {
+  const asyncps::Roles& roles = session.roles();
+  const bool chief = roles.is_chief(), talk = chief || c.verbose;
+  const ModelShape shape = c.shape();
+  const asyncps::ParamLayout& layout = session.layout();
+  const ClickLog log(c.data);
+  asyncps::WorkerClient client(session);
+  asyncps::StepLoop steps(client);
+  asyncps::EmbeddingTable wide(client, "wide");
+  std::optional<asyncps::EmbeddingTable> deep;
+  if (shape.deep) deep.emplace(client, "deep");
+  const int F = shape.fields, D = shape.dim;
+  if (talk)
+    std::printf("worker %d of %d: %s, tables of %llu rows (%s rows), batch %d, %d server(s)\n", roles.worker_index(),
+                roles.num_workers(), shape.deep ? "wide & deep" : "hashed logistic regression",
+                static_cast<unsigned long long>(c.rows), c.optimizer.c_str(), c.batch_size, roles.num_servers);
+  std::vector<float> params(layout.size()), wide_rows, deep_rows, logits;
+  Batch batch;
+  Grads grads;
+  Example ex;
+  const std::uint64_t stream = 1 + static_cast<std::uint64_t>(roles.worker_index());
+  std::uint64_t next_example = 0;
+  std::int64_t local = 0;
+  double loss = 0;
+  const auto start = Clock::now();
+  auto last_log = start;
+  while (auto s = steps.begin_step(params, c.training_steps)) {
+    fill(log, stream, next_example, c.batch_size, batch, ex);
+    next_example += static_cast<std::uint64_t>(c.batch_size);
+    wide_rows.resize(batch.keys.size());
+    wide.pull_rows(batch.keys, wide_rows);
+    if (deep) {
+      deep_rows.resize(batch.keys.size() * static_cast<std::size_t>(D));
+      deep->pull_rows(batch.keys, deep_rows);
+    }
+    loss = forward_backward(shape, layout, params, batch, wide_rows, deep_rows, logits, &grads);
+    const asyncps::StepEnd landed = steps.end_step(grads.dense, static_cast<float>(-c.learning_rate));
+    if (landed.applied) {  // the rows follow the dense step (a non-finite gradient sends neither)
+      wide.push_rows(batch.keys, grads.wide, static_cast<float>(-c.embedding_lr));
+      if (deep) deep->push_rows(batch.keys, grads.deep, static_cast<float>(-c.embedding_lr));
+    }
+    ++local;
+    if (talk && local % c.log_every == 0) {
+      std::printf("After %lld training steps (%lld global steps), log-loss on training batch is %.4f. (%.3f sec/batch)\n",
+                  static_cast<long long>(local), static_cast<long long>(s->global_step), loss,
+                  since(last_log) / c.log_every);
+      last_log = Clock::now();
+      std::fflush(stdout);
+    }
+  }
+  const double seconds = since(start);
+  client.drain();  // every worker is done: the tables and the arena are final
+  const auto& ws = wide.stats();
+  if (talk)
+    std::printf("worker %d: %lld local steps in %.3f s; rows: %llu pulled, %llu pushed, %.1f MB moved, %.3f s pulling, "
+                "%.3f s pushing\n",
+                roles.worker_index(), static_cast<long long>(local), seconds,
+                static_cast<unsigned long long>(ws.rows_pulled + (deep ? deep->stats().rows_pulled : 0)),
+                static_cast<unsigned long long>(ws.rows_pushed + (deep ? deep->stats().rows_pushed : 0)),
+                1e-6 * static_cast<double>(ws.bytes_pulled + ws.bytes_pushed +
+                                           (deep ? deep->stats().bytes_pulled + deep->stats().bytes_pushed : 0)),
+                ws.pull_seconds + (deep ? deep->stats().pull_seconds : 0), ws.push_seconds + (deep ? deep->stats().push_seconds : 0));
+  if (chief) {
+    client.pull(params);
+    std::vector<float> scores, labels, planted;
+    constexpr int kEvalBatch = 1024;
+    for (std::int64_t first = 0; first < c.test_examples; first += kEvalBatch) {
+      const int n = static_cast<int>(std::min<std::int64_t>(kEvalBatch, c.test_examples - first));
+      fill(log, 0, static_cast<std::uint64_t>(first), n, batch, ex);
+      wide_rows.resize(batch.keys.size());
+      wide.pull_rows(batch.keys, wide_rows);
+      if (deep) {
+        deep_rows.resize(batch.keys.size() * static_cast<std::size_t>(D));
+        deep->pull_rows(batch.keys, deep_rows);
+      }
+      forward_backward(shape, layout, params, batch, wide_rows, deep_rows, logits, nullptr);
+      scores.insert(scores.end(), logits.begin(), logits.end());
+      labels.insert(labels.end(), batch.labels.begin(), batch.labels.end());
+      planted.insert(planted.end(), batch.planted.begin(), batch.planted.end());
+    }
+    const std::int64_t global = steps.final_step() > 0 ? steps.final_step() : c.training_steps;
+    std::printf("Done: %lld global steps by %d worker(s) in %.2f s: %.0f samples/s\n", static_cast<long long>(global),
+                roles.num_workers(), seconds, static_cast<double>(global) * c.batch_size / seconds);
+    std::printf("AUC %.4f (the planted model's: %.4f), log-loss %.4f (planted: %.4f) on %lld held-out examples\n",
+                auc(scores, labels), auc(planted, labels), log_loss(scores, labels), log_loss(planted, labels),
+                static_cast<long long>(c.test_examples));
+    (void)F;
+  }
+  std::fflush(stdout);
+  client.finish();
+  return steps.halted() ? 3 : 0;
+}
+
+}  // namespace
+
+}  // namespace ctr_async
+
+int main(int argc, char** argv) {
+  asyncps::MpiEnvironment mpi(&argc, &argv);
+  asyncps::set_log_sink([](asyncps::LogLevel level, std::string_view text) {
+    const std::string line = ctr_async::with_flag_names(text);
+    std::FILE* out = level == asyncps::LogLevel::Info ? stdout : stderr;
+    std::fprintf(out, "asyncps: %s%s\n", level == asyncps::LogLevel::Warning ? "warning: " : "", line.c_str());
+    std::fflush(out);
+  });
+  try {
+    int rank = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    const auto config = ctr_async::parse_config(argc, argv, /*print_help=*/rank == 0);
+    if (!config) return 0;  // --help
+    asyncps::Session session(MPI_COMM_WORLD, config->layout(), config->library);
+    return session.roles().is_server() ? ctr_async::run_server(*config, session) : ctr_async::run_worker(*config, session);
+  } catch (const std::exception& e) {
+    asyncps::abort_job(ctr_async::with_flag_names(e.what()).c_str());
+  }
+  return 0;
+}

@@ -1,0 +1,158 @@
+// defines: parse_config, with_flag_names, Config::shape, Config::layout
+#include "options.h"
+
+#include <boost/program_options.hpp>
+#include <cmath>
+#include <cstring>
+#include <iostream>
+#include <limits>
+#include <regex>
+#include <sstream>
+#include <utility>
+
+#include "asyncps/error.h"
+#include "asyncps/option_choices.h"
+
+namespace po = boost::program_options;
+
+namespace ctr_async {
+
+namespace {
+
+void require(bool ok, const std::string& message) {
+  if (!ok) throw asyncps::ConfigError(message);
+}
+
+std::string show(double v) {
+  std::ostringstream s;
+  s << v;
+  return s.str();
+}
+
+void validate(const Config& c) {
+  constexpr double kFloatMax = std::numeric_limits<float>::max();
+  require(c.model == "lr" || c.model == "wide_deep", "--model must be lr or wide_deep, got '" + c.model + "'");
+  require(c.optimizer == "sgd" || c.optimizer == "adagrad", "--optimizer must be sgd or adagrad, got '" + c.optimizer + "'");
+  require(c.rows >= 1 && c.rows <= (std::uint64_t{1} << 36), "--rows must be in [1, 2^36], got " + std::to_string(c.rows));
+  require(c.dim >= 1 && c.dim <= 1024, "--dim must be in [1, 1024], got " + std::to_string(c.dim));
+  require(c.hidden >= 1 && c.hidden <= 4096, "--hidden must be in [1, 4096], got " + std::to_string(c.hidden));
+  require(c.batch_size >= 1 && c.batch_size <= 65536, "--batch_size must be in [1, 65536], got " + std::to_string(c.batch_size));
+  for (const auto& [name, v] : {std::pair{"--learning_rate", c.learning_rate}, std::pair{"--embedding_lr", c.embedding_lr}})
+    require(std::isfinite(v) && v > 0 && v <= kFloatMax, std::string(name) + " must be a positive finite number, got " + show(v));
+  require(std::isfinite(c.initial_accumulator) && c.initial_accumulator > 0 && c.initial_accumulator <= kFloatMax,
+          "--initial_accumulator must be a positive finite number, got " + show(c.initial_accumulator));
+  require(c.training_steps >= 1 && c.training_steps <= (std::int64_t{1} << 50),
+          "--training_steps must be in [1, 2^50], got " + std::to_string(c.training_steps));
+  require(c.test_examples >= 1 && c.test_examples <= 100000000,
+          "--test_examples must be in [1, 1e8], got " + std::to_string(c.test_examples));
+  require(c.log_every >= 1, "--log_every must be positive, got " + std::to_string(c.log_every));
+  require(c.data.vocab >= 1 && c.data.vocab <= (std::uint64_t{1} << 32),
+          "--vocab must be in [1, 2^32], got " + std::to_string(c.data.vocab));
+  require(std::isfinite(c.data.zipf) && c.data.zipf > 1 && c.data.zipf <= 10, "--zipf must be in (1, 10], got " + show(c.data.zipf));
+  asyncps::validate(c.library);  // what the library takes, checked once by the library
+}
+
+// Boost.Program_options loops forever on a '%name%' token in a flag or value (mnist_async's fuzzer).
+void refuse_placeholders(const std::string& text) {
+  static const std::regex token("%[A-Za-z_]+%");
+  if (std::regex_search(text, token))
+    throw asyncps::ConfigError("the command line holds a '%name%' token (not allowed in a flag or its value)");
+}
+
+}  // namespace
+
+ModelShape Config::shape() const {
+  ModelShape s;
+  s.deep = model == "wide_deep";
+  s.fields = data.fields;
+  s.dense = data.dense;
+  s.dim = dim;
+  s.hidden = hidden;
+  return s;
+}
+
+asyncps::ParamLayout Config::layout() const {
+  const auto opt = optimizer == "adagrad" ? asyncps::RowOptimizer::Adagrad : asyncps::RowOptimizer::Sgd;
+  const auto acc = static_cast<float>(initial_accumulator);
+  const asyncps::TableSpec wide{.rows = rows, .dim = 1, .optimizer = opt, .init_scale = 0.f, .seed = data.seed,
+                                .initial_accumulator = acc};
+  const asyncps::TableSpec deep{.rows = rows, .dim = dim, .optimizer = opt, .init_scale = 0.05f, .seed = data.seed,
+                                .initial_accumulator = acc};
+  return ctr_layout(shape(), wide, deep);
+}
+
+std::string with_flag_names(std::string_view library_message) {
+  static const std::pair<const char*, const char*> kNames[] = {
+      {"Options::num_servers", "--ps"},
+      {"Options::stall_timeout", "--stall_timeout"},
+      {"Options::server_progress", "--server_progress"},
+      {"Options::server_poll_us", "--server_poll_us"},
+      {"Options::server_spin_us", "--server_spin_us"},
+      {"Options::wait_spin_us", "--wait_spin_us"},
+      {"the same Options", "the same flags"},
+  };
+  std::string m(library_message);
+  for (const auto& [api, flag] : kNames)
+    for (std::size_t at = m.find(api); at != std::string::npos; at = m.find(api, at + std::strlen(flag)))
+      m.replace(at, std::strlen(api), flag);
+  return m;
+}
+
+std::optional<Config> parse_config(int argc, char** argv, bool print_help) {
+  Config c;
+  asyncps::Options& lib = c.library;
+  po::options_description general(
+      "ctr_async: click-through-rate models (hashed logistic regression, wide & deep) on synthetic click logs,\n"
+      "trained by async SGD on libasyncps with the embeddings in row-sparse tables on the servers.\n"
+      "Run it as: mpirun -np 2 build/bin/ctr_async  (ranks [0, ps) serve, the rest are workers)\n\nOptions");
+  general.add_options()
+    ("help,h", "print this help and exit")
+    ("model", po::value(&c.model)->default_value(c.model), "lr (hashed logistic regression) | wide_deep")
+    ("rows", po::value(&c.rows)->default_value(c.rows), "rows of each embedding table (ids are hashed into them)")
+    ("dim", po::value(&c.dim)->default_value(c.dim), "wide_deep: floats per embedding row")
+    ("hidden", po::value(&c.hidden)->default_value(c.hidden), "wide_deep: hidden units of the deep part")
+    ("optimizer", po::value(&c.optimizer)->default_value(c.optimizer),
+     "the rows' optimizer: sgd | adagrad (row-wise, one accumulator per row on the servers)")
+    ("batch_size", po::value(&c.batch_size)->default_value(c.batch_size), "examples per worker step")
+    ("learning_rate", po::value(&c.learning_rate)->default_value(c.learning_rate), "the dense weights' learning rate (SGD)")
+    ("embedding_lr", po::value(&c.embedding_lr)->default_value(c.embedding_lr), "the embedding rows' learning rate")
+    ("initial_accumulator", po::value(&c.initial_accumulator)->default_value(c.initial_accumulator),
+     "--optimizer adagrad: every row's accumulator to start with")
+    ("training_steps", po::value(&c.training_steps)->default_value(c.training_steps), "global steps to train")
+    ("test_examples", po::value(&c.test_examples)->default_value(c.test_examples), "held-out examples the chief evaluates at the end")
+    ("vocab", po::value(&c.data.vocab)->default_value(c.data.vocab), "ids per categorical field (26 fields, 13 dense features)")
+    ("zipf", po::value(&c.data.zipf)->default_value(c.data.zipf), "ids per field follow P(k) ~ (k + 1)^-zipf")
+    ("seed", po::value(&c.data.seed)->default_value(c.data.seed), "seed of the data, the planted model and the initial weights")
+    ("log_every", po::value(&c.log_every)->default_value(c.log_every), "the chief logs every N local steps")
+    ("ps", po::value(&lib.num_servers)->default_value(lib.num_servers), "number of parameter-server ranks")
+    ("stall_timeout", po::value(&lib.stall_timeout)->default_value(lib.stall_timeout),
+     "a rank that makes no progress for this many seconds is named and the job ends non-zero (0: never)")
+    ("server_progress",
+     po::value<std::string>()->default_value(asyncps::name_of(lib.server_progress))->notifier([&lib](const std::string& v) {
+       lib.server_progress = asyncps::parse_choice<asyncps::ServerProgress>(v, "Options::server_progress");
+     }),
+     "how servers let one-sided operations complete: auto | poll | wake")
+    ("server_poll_us", po::value(&lib.server_poll_us)->default_value(lib.server_poll_us),
+     "the longest a server sleeps between entries into MPI, in microseconds (-1: auto)")
+    ("server_spin_us", po::value(&lib.server_spin_us)->default_value(lib.server_spin_us),
+     "wake: a server keeps entering MPI this long after bytes last arrived")
+    ("wait_spin_us", po::value(&lib.wait_spin_us)->default_value(lib.wait_spin_us),
+     "across hosts: a waiting worker spins this long, then sleeps until the server's answer arrives")
+    ("verbose,v", po::bool_switch(&c.verbose), "every worker logs, not only the chief");
+  po::variables_map vm;
+  try {
+    for (int i = 1; i < argc; ++i) refuse_placeholders(argv[i]);
+    po::store(po::parse_command_line(argc, argv, general), vm);
+    if (vm.count("help")) {
+      if (print_help) std::cout << general << std::endl;
+      return std::nullopt;
+    }
+    po::notify(vm);
+  } catch (const po::error& e) {
+    throw asyncps::ConfigError(std::string("bad command line: ") + e.what() + " (see --help)");
+  }
+  validate(c);
+  return c;
+}
+
+}  // namespace ctr_async
