@@ -18,8 +18,10 @@
 //
 // Sharding: server s holds a contiguous range of rows (RowPlan). Hashing first makes it even
 // whatever the ids' skew. Transfers are contiguous runs of rows, one MPI operation per run and
-// server (no derived datatypes), on the session's channel: the same windows' epochs, completion
-// strategy, heartbeats and stall watch as the dense arena.
+// server (no derived datatypes); a run takes in gaps of up to 4 KiB between wanted rows (read
+// along, or added as zeros), since an operation costs more than that many bytes. All on the
+// session's channel: the same windows' epochs, completion strategy, heartbeats and stall watch
+// as the dense arena.
 //
 // Updates are Hogwild, in every Options::mode: applied as they arrive, atomic per element
 // (MPI_Accumulate), never lost. Row-wise Adagrad keeps one accumulator per row beside the row.

@@ -28,6 +28,15 @@ struct detail::TableState {
   std::vector<std::pair<std::uint64_t, std::uint32_t>> order;
   std::vector<std::uint64_t> rows;
   std::vector<std::uint32_t> slot;
+  // the operations: runs of rows on one server, gaps of a few rows included (read along, or
+  // added as zeros: fewer, larger operations); pos[u] = row u's float offset in buf
+  struct Run {
+    int server = 0;
+    std::uint64_t first_row = 0, rows = 0;
+    std::size_t buf = 0;
+  };
+  std::vector<Run> runs;
+  std::vector<std::size_t> pos;
   std::vector<float> buf;
   // Adagrad: the accumulators of the last pull's rows (sorted), and the push's own reads
   std::vector<std::uint64_t> acc_rows;
@@ -72,18 +81,31 @@ void group(detail::TableState& st, std::span<const std::uint64_t> keys) {
   }
 }
 
-// Calls op(server, first index in st.rows, count) for each run of consecutive rows on one server.
-template <class Op>
-void for_each_run(const detail::TableState& st, const RowPlan& plan, Op op) {
+// A run of rows takes in the rows between two wanted ones when they are at most this many bytes:
+// an operation costs as much as some kilobytes (about 5 us through pt2pt across hosts, or an
+// active message at an MPICH server), so reading or adding zeros over a short gap is cheaper.
+constexpr std::size_t kMergeGapBytes = 4096;
+
+// The state's runs and pos for its rows; returns the floats the buffer needs.
+std::size_t plan_runs(detail::TableState& st, const RowPlan& plan) {
+  const auto stride = static_cast<std::size_t>(st.info->stride());
+  const std::uint64_t max_gap = kMergeGapBytes / (stride * sizeof(float));
+  st.runs.clear();
+  st.pos.resize(st.rows.size());
+  std::size_t floats = 0;
   std::size_t j = 0;
   while (j < st.rows.size()) {
     const int server = plan.server_of(st.index, st.rows[j]);
     const RowPlan::Part& part = plan.part(st.index, server);
     std::size_t k = j + 1;
-    while (k < st.rows.size() && st.rows[k] == st.rows[k - 1] + 1 && st.rows[k] < part.first_row + part.rows) ++k;
-    op(server, j, k - j);
+    while (k < st.rows.size() && st.rows[k] < part.first_row + part.rows && st.rows[k] - st.rows[k - 1] - 1 <= max_gap) ++k;
+    detail::TableState::Run run{server, st.rows[j], st.rows[k - 1] - st.rows[j] + 1, floats};
+    for (std::size_t u = j; u < k; ++u) st.pos[u] = floats + static_cast<std::size_t>(st.rows[u] - run.first_row) * stride;
+    floats += static_cast<std::size_t>(run.rows) * stride;
+    st.runs.push_back(run);
     j = k;
   }
+  return floats;
 }
 
 void check_keys(std::size_t keys, std::size_t floats, int dim, const char* call) {
@@ -136,24 +158,24 @@ void EmbeddingTable::pull_rows(std::span<const std::uint64_t> keys, std::span<fl
   check_keys(keys.size(), out.size(), dim, "EmbeddingTable::pull_rows");
   const auto t0 = detail::WorkerClock::now();
   group(st, keys);
-  st.buf.resize(st.rows.size() * static_cast<std::size_t>(stride));
   const RowPlan& plan = t.session().row_plan();
+  st.buf.resize(plan_runs(st, plan));
   detail::RmaChannel& ch = t.channel();
   RmaBatch batch = ch.batch();
-  for_each_run(st, plan, [&](int server, std::size_t first, std::size_t count) {
-    ch.read_run(Table::Rows, server, static_cast<MPI_Aint>(plan.offset_of(st.index, server, st.rows[first])),
-                st.buf.data() + first * static_cast<std::size_t>(stride), count * static_cast<std::size_t>(stride), batch);
+  for (const auto& run : st.runs) {
+    ch.read_run(Table::Rows, run.server, static_cast<MPI_Aint>(plan.offset_of(st.index, run.server, run.first_row)),
+                st.buf.data() + run.buf, static_cast<std::size_t>(run.rows) * static_cast<std::size_t>(stride), batch);
     ++st.stats.runs;
-  });
+  }
   ch.complete_local(batch);  // the data is here (a read needs nothing more)
   // out[i] = its row (the accumulator stays behind)
   for (std::size_t i = 0; i < keys.size(); ++i)
-    std::copy_n(st.buf.data() + st.slot[i] * static_cast<std::size_t>(stride), dim,
+    std::copy_n(st.buf.data() + st.pos[st.slot[i]], dim,
                 out.data() + i * static_cast<std::size_t>(dim));
   if (st.info->spec.optimizer == RowOptimizer::Adagrad) {
     st.acc_rows = st.rows;
     st.acc.resize(st.rows.size());
-    for (std::size_t u = 0; u < st.rows.size(); ++u) st.acc[u] = st.buf[u * static_cast<std::size_t>(stride) + dim];
+    for (std::size_t u = 0; u < st.rows.size(); ++u) st.acc[u] = st.buf[st.pos[u] + static_cast<std::size_t>(dim)];
   }
   ++st.stats.pulls;
   st.stats.keys_pulled += keys.size();
@@ -179,14 +201,15 @@ RowPush EmbeddingTable::push_rows(std::span<const std::uint64_t> keys, std::span
   }
   group(st, keys);
   const std::size_t d = static_cast<std::size_t>(dim), s = static_cast<std::size_t>(stride);
-  // buf[u] = the sum of the gradients of row u's keys (in sorted order: the same sum on every run)
-  st.buf.assign(st.rows.size() * s, 0.f);
+  const RowPlan& plan = t.session().row_plan();
+  // row u's place in buf = the sum of the gradients of its keys (in sorted order: the same sum on
+  // every run); the gap rows stay 0
+  st.buf.assign(plan_runs(st, plan), 0.f);
   for (const auto& [row, i] : st.order) {
-    float* dst = st.buf.data() + st.slot[i] * s;
+    float* dst = st.buf.data() + st.pos[st.slot[i]];
     const float* g = grads.data() + static_cast<std::size_t>(i) * d;
     for (std::size_t c = 0; c < d; ++c) dst[c] += g[c];
   }
-  const RowPlan& plan = t.session().row_plan();
   detail::RmaChannel& ch = t.channel();
   if (st.info->spec.optimizer == RowOptimizer::Adagrad) {
     // the accumulators: from this worker's last pull of the row, else read now
@@ -209,7 +232,7 @@ RowPush EmbeddingTable::push_rows(std::span<const std::uint64_t> keys, std::span
     if (any) ch.complete_local(reads);
     // buf[u] = [scale * g / (sqrt(acc + mean(g^2)) + eps) ..., mean(g^2)]
     for (std::size_t u = 0; u < st.rows.size(); ++u) {
-      float* row = st.buf.data() + u * s;
+      float* row = st.buf.data() + st.pos[u];
       double g2 = 0;
       for (std::size_t c = 0; c < d; ++c) g2 += static_cast<double>(row[c]) * row[c];
       const double add = g2 / static_cast<double>(d);
@@ -227,11 +250,11 @@ RowPush EmbeddingTable::push_rows(std::span<const std::uint64_t> keys, std::span
     return result;
   }
   RmaBatch batch = ch.batch();
-  for_each_run(st, plan, [&](int server, std::size_t first, std::size_t count) {
-    ch.add_run(Table::Rows, server, static_cast<MPI_Aint>(plan.offset_of(st.index, server, st.rows[first])),
-               st.buf.data() + first * s, count * s, batch);
+  for (const auto& run : st.runs) {
+    ch.add_run(Table::Rows, run.server, static_cast<MPI_Aint>(plan.offset_of(st.index, run.server, run.first_row)),
+               st.buf.data() + run.buf, static_cast<std::size_t>(run.rows) * s, batch);
     ++st.stats.runs;
-  });
+  }
   ch.complete_local(batch);  // buf is free again; the rows are complete at the servers by the next flush
   ++st.stats.pushes;
   st.stats.keys_pushed += keys.size();
