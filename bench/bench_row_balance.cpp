@@ -19,7 +19,7 @@
 #include "asyncps/param_layout.h"
 #include "asyncps/roles.h"
 #include "clicks.h"
-#include "core/rows.h"
+#include "asyncps_internal/core/rows.h"  // (the library's row hash: what EmbeddingTable::row_of computes)
 
 int main(int argc, char** argv) {
   int servers = 4, batches = 200, batch = 256;
