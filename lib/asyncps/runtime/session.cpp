@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "asyncps/error.h"
+#include "asyncps/log.h"
 #include "asyncps/stall_watch.h"
 #include "core/check.h"
 #include "diagnostics/liveness.h"
@@ -165,6 +166,14 @@ Session::Session(MPI_Comm comm, ParamLayout layout, Options options)
     ASYNCPS_MPI_CHECK(MPI_Allgather(host, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, all.data(), MPI_MAX_PROCESSOR_NAME,
                                     MPI_CHAR, comm_));
     for (int r = 0; r < size; ++r) hosts_.emplace_back(&all[static_cast<std::size_t>(r) * MPI_MAX_PROCESSOR_NAME]);
+    // (validate() sees the options as given; Auto resolves only now)
+    if (rank == 0 && options_.server_progress == ServerProgress::Auto && options_.server_spin_us > 0 &&
+        server_progress() == ServerProgress::Poll)
+      log(LogLevel::Warning, "Options::server_spin_us has no effect: Options::server_progress Auto polls here (" +
+                                 std::string(!rma_needs_target()     ? "one-sided operations complete without the servers"
+                                             : layout_.tables().empty() ? "this MPI's operations on one node wait for the servers"
+                                                                        : "embedding tables' operations wait for the servers") +
+                                 ")");
     detail::hold_termination_signal();  // (last: a constructor that throws holds nothing)
     holds_sigterm_ = true;
   } catch (...) {
