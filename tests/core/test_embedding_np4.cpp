@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <limits>
 #include <map>
+#include <thread>
 #include <vector>
 
 #include "asyncps/embedding_table.h"
@@ -145,6 +146,20 @@ TEST_CASE("embedding rows: seeded start, exact concurrent sums, non-finite guard
   sum.pull_rows(untouched, zero);
   for (float x : zero) CHECK(x == 0.f);
   CHECK_THROWS_WITH(sum.push_rows(keys, pulled, 1.f), Catch::Contains("drain"));
+  // another thread: refused before anything is sent (MPI_THREAD_FUNNELED)
+  std::thread other([&] {
+    CHECK_THROWS_WITH(sum.pull_rows(untouched, zero), Catch::Contains("another thread"));
+    CHECK_THROWS_WITH(sum.set_epsilon(1e-6f), Catch::Contains("another thread"));
+    CHECK_THROWS_WITH(EmbeddingTable(w, "sum"), Catch::Contains("another thread"));
+  });
+  other.join();
+  CHECK_THROWS_WITH(ada.set_epsilon(-1.f), Catch::Contains("eps must be finite"));
+  CHECK_THROWS_WITH(ada.set_epsilon(std::nanf("")), Catch::Contains("eps must be finite"));
+  // a closed worker: every call is refused, nothing is sent to freed windows
+  w.finish();
+  CHECK_THROWS_WITH(sum.pull_rows(untouched, zero), Catch::Contains("after finish()"));
+  CHECK_THROWS_WITH(sum.push_rows(untouched, zero, 1.f), Catch::Contains("after finish()"));
+  CHECK_THROWS_WITH(EmbeddingTable(w, "sum"), Catch::Contains("after finish()"));
   MPI_Comm_free(&workers);
 }
 
