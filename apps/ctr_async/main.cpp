@@ -5,13 +5,16 @@
 // planted model's. Every fatal error prints one line and aborts every rank.
 #include <mpi.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <exception>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "app_cli.h"
 #include "asyncps/asyncps.h"
 #include "clicks.h"
 #include "metrics.h"
@@ -61,7 +64,7 @@ int run_worker(const Config& c, asyncps::Session& session) {
   asyncps::EmbeddingTable wide(client, "wide");
   std::optional<asyncps::EmbeddingTable> deep;
   if (shape.deep) deep.emplace(client, "deep");
-  const int F = shape.fields, D = shape.dim;
+  const int D = shape.dim;
   if (talk)
     std::printf("worker %d of %d: %s, tables of %llu rows (%s rows), batch %d, %d server(s)\n", roles.worker_index(),
                 roles.num_workers(), shape.deep ? "wide & deep" : "hashed logistic regression",
@@ -136,7 +139,6 @@ int run_worker(const Config& c, asyncps::Session& session) {
     std::printf("AUC %.4f (the planted model's: %.4f), log-loss %.4f (planted: %.4f) on %lld held-out examples\n",
                 auc(scores, labels), auc(planted, labels), log_loss(scores, labels), log_loss(planted, labels),
                 static_cast<long long>(c.test_examples));
-    (void)F;
   }
   std::fflush(stdout);
   client.finish();
@@ -149,12 +151,7 @@ int run_worker(const Config& c, asyncps::Session& session) {
 
 int main(int argc, char** argv) {
   asyncps::MpiEnvironment mpi(&argc, &argv);
-  asyncps::set_log_sink([](asyncps::LogLevel level, std::string_view text) {
-    const std::string line = ctr_async::with_flag_names(text);
-    std::FILE* out = level == asyncps::LogLevel::Info ? stdout : stderr;
-    std::fprintf(out, "asyncps: %s%s\n", level == asyncps::LogLevel::Warning ? "warning: " : "", line.c_str());
-    std::fflush(out);
-  });
+  app_cli::install_log_sink(ctr_async::with_flag_names);
   try {
     int rank = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);

@@ -6,10 +6,10 @@
 #include <cstring>
 #include <iostream>
 #include <limits>
-#include <regex>
 #include <sstream>
 #include <utility>
 
+#include "app_cli.h"
 #include "asyncps/error.h"
 #include "asyncps/option_choices.h"
 
@@ -19,15 +19,9 @@ namespace ctr_async {
 
 namespace {
 
-void require(bool ok, const std::string& message) {
-  if (!ok) throw asyncps::ConfigError(message);
-}
-
-std::string show(double v) {
-  std::ostringstream s;
-  s << v;
-  return s.str();
-}
+using app_cli::refuse_placeholders;
+using app_cli::require;
+using app_cli::show;
 
 void validate(const Config& c) {
   constexpr double kFloatMax = std::numeric_limits<float>::max();
@@ -50,13 +44,6 @@ void validate(const Config& c) {
           "--vocab must be in [1, 2^32], got " + std::to_string(c.data.vocab));
   require(std::isfinite(c.data.zipf) && c.data.zipf > 1 && c.data.zipf <= 10, "--zipf must be in (1, 10], got " + show(c.data.zipf));
   asyncps::validate(c.library);  // what the library takes, checked once by the library
-}
-
-// Boost.Program_options loops forever on a '%name%' token in a flag or value (mnist_async's fuzzer).
-void refuse_placeholders(const std::string& text) {
-  static const std::regex token("%[A-Za-z_]+%");
-  if (std::regex_search(text, token))
-    throw asyncps::ConfigError("the command line holds a '%name%' token (not allowed in a flag or its value)");
 }
 
 }  // namespace
@@ -91,11 +78,7 @@ std::string with_flag_names(std::string_view library_message) {
       {"Options::wait_spin_us", "--wait_spin_us"},
       {"the same Options", "the same flags"},
   };
-  std::string m(library_message);
-  for (const auto& [api, flag] : kNames)
-    for (std::size_t at = m.find(api); at != std::string::npos; at = m.find(api, at + std::strlen(flag)))
-      m.replace(at, std::strlen(api), flag);
-  return m;
+  return app_cli::with_names(library_message, kNames);
 }
 
 std::optional<Config> parse_config(int argc, char** argv, bool print_help) {
@@ -141,7 +124,7 @@ std::optional<Config> parse_config(int argc, char** argv, bool print_help) {
     ("verbose,v", po::bool_switch(&c.verbose), "every worker logs, not only the chief");
   po::variables_map vm;
   try {
-    for (int i = 1; i < argc; ++i) refuse_placeholders(argv[i]);
+    for (int i = 1; i < argc; ++i) refuse_placeholders(argv[i], "the command line");
     po::store(po::parse_command_line(argc, argv, general), vm);
     if (vm.count("help")) {
       if (print_help) std::cout << general << std::endl;

@@ -8,6 +8,7 @@
 #include <string_view>
 #include <string>
 
+#include "app_cli.h"
 #include "asyncps/asyncps.h"
 #include "options.h"
 #include "evaluate.h"
@@ -18,12 +19,7 @@
 int main(int argc, char** argv) {
   asyncps::MpiEnvironment mpi(&argc, &argv);
   // the library's lines, in this program's flag names
-  asyncps::set_log_sink([](asyncps::LogLevel level, std::string_view text) {
-    const std::string line = mnist_async::with_flag_names(text);
-    std::FILE* out = level == asyncps::LogLevel::Info ? stdout : stderr;
-    std::fprintf(out, "asyncps: %s%s\n", level == asyncps::LogLevel::Warning ? "warning: " : "", line.c_str());
-    std::fflush(out);
-  });
+  app_cli::install_log_sink(mnist_async::with_flag_names);
   try {
     int rank = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);

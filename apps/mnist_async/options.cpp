@@ -14,6 +14,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "app_cli.h"
 #include "asyncps/error.h"
 #include "asyncps/option_choices.h"
 #include "asyncps/session.h"
@@ -24,15 +25,9 @@ namespace mnist_async {
 
 namespace {
 
-void require(bool ok, const std::string& message) {
-  if (!ok) throw asyncps::ConfigError(message);
-}
-
-std::string show(double v) {
-  std::ostringstream s;
-  s << v;
-  return s.str();
-}
+using app_cli::refuse_placeholders;
+using app_cli::require;
+using app_cli::show;
 
 void validate(const Config& c) {
   require(c.batch_size > 0, "--batch_size must be positive, got " + std::to_string(c.batch_size));
@@ -80,15 +75,6 @@ po::typed_value<std::string>* enum_flag(E& field, const char* api_name) {
       ->notifier([&field, api_name](const std::string& v) { field = asyncps::parse_choice<E>(v, api_name); });
 }
 
-// Boost.Program_options builds its error messages by replacing "%canonical_option%",
-// "%value%", ... in a template with the option's name and value, over and over: a name or
-// value that itself holds such a token never ends (a hang, found by fuzz/fuzz_config.cpp).
-void refuse_placeholders(const std::string& text, const char* where) {
-  static const std::regex token("%[A-Za-z_]+%");
-  if (std::regex_search(text, token))
-    throw asyncps::ConfigError(std::string(where) + " holds a '%name%' token (not allowed in a flag or its value)");
-}
-
 // The --config file, whole: only a regular file (a FIFO would block the read), at most 1 MiB.
 std::string read_config_file(const std::string& path) {
   std::error_code ec;
@@ -132,11 +118,7 @@ std::string with_flag_names(std::string_view library_message) {
       {"Options::chunk_bytes", "the chunk size"},
       {"the same Options", "the same flags"},
   };
-  std::string m(library_message);
-  for (const auto& [api, flag] : kNames)
-    for (std::size_t at = m.find(api); at != std::string::npos; at = m.find(api, at + std::strlen(flag)))
-      m.replace(at, std::strlen(api), flag);
-  return m;
+  return app_cli::with_names(library_message, kNames);
 }
 
 std::optional<Config> parse_config(int argc, char** argv, bool print_help) {

@@ -1,0 +1,62 @@
+// defines: app_cli::require, show, refuse_placeholders, with_names, install_log_sink
+// What the example programs (mnist_async, ctr_async) share on their command line and in their
+// log lines: one-line flag errors, Boost.Program_options' placeholder guard, and the library's
+// API names rewritten as each program's flags. Header-only; the library never names a flag.
+#pragma once
+#include <cstdio>
+#include <cstring>
+#include <regex>
+#include <span>
+#include <sstream>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "asyncps/error.h"
+#include "asyncps/log.h"
+
+namespace app_cli {
+
+// Throws the one-line ConfigError unless ok.
+inline void require(bool ok, const std::string& message) {
+  if (!ok) throw asyncps::ConfigError(message);
+}
+
+// A double as a user wrote it (1e+39, nan, 0.1).
+inline std::string show(double v) {
+  std::ostringstream s;
+  s << v;
+  return s.str();
+}
+
+// Boost.Program_options builds its error messages by replacing "%canonical_option%",
+// "%value%", ... in a template with the option's name and value, over and over: a name or
+// value that itself holds such a token never ends (a hang, found by fuzz/fuzz_config.cpp).
+inline void refuse_placeholders(const std::string& text, const char* where) {
+  static const std::regex token("%[A-Za-z_]+%");
+  if (std::regex_search(text, token))
+    throw asyncps::ConfigError(std::string(where) + " holds a '%name%' token (not allowed in a flag or its value)");
+}
+
+using NameMap = std::span<const std::pair<const char*, const char*>>;
+
+// The message with every API name of `names` (longest first) replaced by its flag.
+inline std::string with_names(std::string_view library_message, NameMap names) {
+  std::string m(library_message);
+  for (const auto& [api, flag] : names)
+    for (std::size_t at = m.find(api); at != std::string::npos; at = m.find(api, at + std::strlen(flag)))
+      m.replace(at, std::strlen(api), flag);
+  return m;
+}
+
+// The library's lines as "asyncps: ..." (warnings marked) in this program's flag names.
+inline void install_log_sink(std::string (*rename)(std::string_view)) {
+  asyncps::set_log_sink([rename](asyncps::LogLevel level, std::string_view text) {
+    const std::string line = rename(text);
+    std::FILE* out = level == asyncps::LogLevel::Info ? stdout : stderr;
+    std::fprintf(out, "asyncps: %s%s\n", level == asyncps::LogLevel::Warning ? "warning: " : "", line.c_str());
+    std::fflush(out);
+  });
+}
+
+}  // namespace app_cli
