@@ -11,6 +11,7 @@
 #include <string_view>
 
 #include "asyncps/error.h"
+#include "asyncps/param_layout.h"
 #include "asyncps/session.h"
 
 namespace asyncps {
@@ -25,6 +26,7 @@ struct Choice {
 std::span<const Choice<Mode>> choices(Mode);                      // async, sync, ssp
 std::span<const Choice<PullMethod>> choices(PullMethod);          // get_accumulate, get
 std::span<const Choice<ServerProgress>> choices(ServerProgress);  // auto, poll, wake
+std::span<const Choice<RowOptimizer>> choices(RowOptimizer);      // sgd, adagrad (a table's rows)
 
 template <class E>
 const char* name_of(E value) {

@@ -20,7 +20,8 @@ torch tensors), used in place. Calls that may wait for another rank release the 
 thread that imported asyncps may call it (others get ConfigError). serve() and finish() free the
 windows at the job's end; dropping an object never runs a collective (an unfinished worker is
 kept and finished at exit). asyncps.torch maps a torch.nn.Module's parameters and gradients onto
-one arena. See docs/PYTHON.md.
+one arena, and serves an nn.EmbeddingBag's rows from an EmbeddingTable (Layout.add_table: rows
+sharded across the servers, pulled and pushed a few at a time by key). See docs/PYTHON.md.
 """
 import atexit as _atexit
 import os as _os
@@ -37,14 +38,17 @@ finally:
 from ._asyncps import (  # noqa: E402
     CheckpointError,
     ConfigError,
+    EmbeddingTable,
     Error,
     Layout,
     MpiError,
     ParameterServer,
+    RowPush,
     Session,
     StallError,
     StepEnd,
     StepStart,
+    TableInfo,
     TensorInfo,
     WorkerClient,
     abort_job,
@@ -58,8 +62,8 @@ from ._asyncps import (  # noqa: E402
 )
 
 __all__ = [
-    "CheckpointError", "ConfigError", "Error", "Layout", "MpiError", "ParameterServer", "Session", "StallError",
-    "StepEnd", "StepStart", "TensorInfo", "WorkerClient", "abort_job", "export_npy", "list_checkpoints",
+    "CheckpointError", "ConfigError", "EmbeddingTable", "Error", "Layout", "MpiError", "ParameterServer", "RowPush",
+    "Session", "StallError", "StepEnd", "StepStart", "TableInfo", "TensorInfo", "WorkerClient", "abort_job", "export_npy", "list_checkpoints",
     "read_checkpoint", "abort_on_uncaught_exception", "MODES", "PULL_METHODS", "SERVER_PROGRESS", "__version__",
 ]
 

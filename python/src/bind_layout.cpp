@@ -1,4 +1,4 @@
-// defines: asyncps_python::bind_layout (asyncps.Layout, TensorInfo, the checkpoint functions)
+// defines: asyncps_python::bind_layout (asyncps.Layout, TensorInfo, TableInfo, the checkpoint functions)
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -8,6 +8,7 @@
 #include "asyncps/checkpoint.h"
 #include "asyncps/error.h"
 #include "asyncps/limits.h"
+#include "asyncps/option_choices.h"
 #include "asyncps/param_layout.h"
 #include "handles.h"
 
@@ -67,6 +68,20 @@ void bind_layout(py::module_& m) {
                ", offset=" + std::to_string(t.offset) + ")";
       });
 
+  py::class_<asyncps::TableInfo>(m, "TableInfo", "One embedding table of a Layout (Layout.add_table): a copy.")
+      .def_readonly("name", &asyncps::TableInfo::name)
+      .def_property_readonly("rows", [](const asyncps::TableInfo& t) { return t.spec.rows; })
+      .def_property_readonly("dim", [](const asyncps::TableInfo& t) { return t.spec.dim; })
+      .def_property_readonly("optimizer", [](const asyncps::TableInfo& t) { return std::string(asyncps::name_of(t.spec.optimizer)); })
+      .def_property_readonly("init_scale", [](const asyncps::TableInfo& t) { return t.spec.init_scale; })
+      .def_property_readonly("seed", [](const asyncps::TableInfo& t) { return t.spec.seed; })
+      .def_property_readonly("initial_accumulator", [](const asyncps::TableInfo& t) { return t.spec.initial_accumulator; })
+      .def_property_readonly("stride", &asyncps::TableInfo::stride, "floats per row on the servers (the row, then Adagrad's accumulator)")
+      .def("__repr__", [](const asyncps::TableInfo& t) {
+        return "TableInfo(" + t.name + ", rows=" + std::to_string(t.spec.rows) + ", dim=" + std::to_string(t.spec.dim) +
+               ", optimizer=" + asyncps::name_of(t.spec.optimizer) + ")";
+      });
+
   py::class_<asyncps::ParamLayout>(m, "Layout",
                                    "A model's parameters as named tensors packed into one flat float32 arena.\n"
                                    "Every rank must build the same layout (names, shapes, order).")
@@ -81,6 +96,42 @@ void bind_layout(py::module_& m) {
           py::arg("name"), py::arg("shape"),
           "Appends a tensor; returns its offset in the arena. ConfigError for an invalid or repeated name, a "
           "non-positive dimension, too many dimensions or an arena beyond the library's limits.")
+      .def(
+          "add_table",
+          [](asyncps::ParamLayout& l, py::handle name, py::handle rows, py::handle dim, py::handle optimizer,
+             py::handle init_scale, py::handle seed, py::handle initial_accumulator) {
+            constexpr const char* call = "Layout.add_table";
+            const std::string n = str_arg(name, call, "name");
+            asyncps::TableSpec spec;
+            const std::int64_t r = int64_arg(rows, call, "rows");
+            if (r <= 0)
+              throw asyncps::ConfigError("asyncps: Layout.add_table: rows = " + std::to_string(r) + " must be positive");
+            spec.rows = static_cast<std::uint64_t>(r);
+            spec.dim = int_arg(dim, call, "dim");
+            spec.optimizer = asyncps::parse_choice<asyncps::RowOptimizer>(str_arg(optimizer, call, "optimizer"),
+                                                                         "Layout.add_table: optimizer");
+            spec.init_scale = float32_arg(init_scale, call, "init_scale");
+            const std::int64_t sd = int64_arg(seed, call, "seed");
+            spec.seed = static_cast<std::uint64_t>(sd);  // (any 64 bits: -1 is 2**64 - 1)
+            spec.initial_accumulator = float32_arg(initial_accumulator, call, "initial_accumulator");
+            l.add_table(n, spec);
+          },
+          py::arg("name"), py::arg("rows"), py::arg("dim"), py::kw_only(), py::arg("optimizer") = "sgd",
+          py::arg("init_scale") = 0.01, py::arg("seed") = 0, py::arg("initial_accumulator") = 0.1,
+          "Adds an embedding table of rows x dim float32, sharded across the servers by row and read and updated a "
+          "few rows at a time (asyncps.EmbeddingTable); it is not part of the arena (size). optimizer: 'sgd' or "
+          "'adagrad' (one accumulator per row on the servers, initial_accumulator to start with). Rows start uniform "
+          "in [-init_scale, init_scale], a function of seed, the name, row and column. ConfigError for an invalid or "
+          "repeated name and values beyond the library's limits.")
+      .def_property_readonly(
+          "tables", [](const asyncps::ParamLayout& l) { return std::vector<asyncps::TableInfo>(l.tables()); },
+          "a list of copies of the tables' TableInfo, in order")
+      .def(
+          "table",
+          [](const asyncps::ParamLayout& l, py::handle name) {
+            return asyncps::TableInfo(l.table(str_arg(name, "Layout.table", "name")));
+          },
+          py::arg("name"), "A copy of that table's TableInfo; ConfigError if the layout has none of that name.")
       .def_property_readonly("size", &asyncps::ParamLayout::size, "floats in the arena")
       .def_property_readonly("bytes", &asyncps::ParamLayout::bytes)
       .def_property_readonly("hash", &asyncps::ParamLayout::hash, "FNV-1a over names, shapes and order")
@@ -96,7 +147,8 @@ void bind_layout(py::module_& m) {
           py::arg("name"), "A copy of that tensor's TensorInfo; ConfigError if the layout has none of that name.")
       .def("__len__", [](const asyncps::ParamLayout& l) { return l.tensors().size(); })
       .def("__repr__", [](const asyncps::ParamLayout& l) {
-        return "Layout(" + std::to_string(l.tensors().size()) + " tensors, " + std::to_string(l.size()) + " floats)";
+        return "Layout(" + std::to_string(l.tensors().size()) + " tensors, " + std::to_string(l.size()) + " floats" +
+               (l.tables().empty() ? std::string() : ", " + std::to_string(l.tables().size()) + " tables") + ")";
       });
 
   m.def(

@@ -84,6 +84,39 @@ FloatBuffer float_buffer(py::handle obj, std::size_t floats, std::string_view wh
   return out;
 }
 
+KeyBuffer key_buffer(py::handle obj, std::string_view what) {
+  const auto refuse_keys = [&](const std::string& got) {
+    throw py::value_error("asyncps: " + std::string(what) + " must be a C-contiguous uint64 or int64 buffer (got " + got +
+                          ")");
+  };
+  py::object owner = py::reinterpret_borrow<py::object>(obj);
+  if (!PyObject_CheckBuffer(owner.ptr()) && py::hasattr(owner, "detach") && py::hasattr(owner, "numpy")) {
+    try {
+      owner = owner.attr("detach")().attr("numpy")();
+    } catch (py::error_already_set& e) {
+      refuse_keys(std::string(py::str(py::type::handle_of(obj).attr("__name__"))) +
+                  " that numpy() cannot view without a copy: " + e.what());
+    }
+  }
+  if (!PyObject_CheckBuffer(owner.ptr())) refuse_keys(type_name(obj));
+  auto* view = new Py_buffer();
+  if (PyObject_GetBuffer(owner.ptr(), view, PyBUF_FORMAT | PyBUF_STRIDES) != 0) {
+    PyErr_Clear();
+    delete view;
+    refuse_keys("a buffer that cannot be viewed as strided memory");
+  }
+  KeyBuffer out{py::buffer_info(view, /*ownview=*/true), owner, {}};
+  std::string_view f = view->format ? view->format : "B";
+  if (!f.empty() && (f.front() == '@' || f.front() == '=' || f.front() == '<')) f.remove_prefix(1);
+  const bool is64 = view->itemsize == 8 && (f == "Q" || f == "q" || f == "L" || f == "l");
+  std::size_t count = 1;
+  for (int d = 0; d < view->ndim; ++d) count *= static_cast<std::size_t>(view->shape[d]);
+  if (!is64) refuse_keys(dtype_name(*view) + " of shape " + shape_of(*view));
+  if (!PyBuffer_IsContiguous(view, 'C')) refuse_keys("a non-contiguous view of shape " + shape_of(*view));
+  out.span = std::span<const std::uint64_t>(static_cast<const std::uint64_t*>(view->buf), count);
+  return out;
+}
+
 }  // namespace asyncps_python
 
 // ---- scalar arguments (args.h)

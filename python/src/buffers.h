@@ -7,6 +7,7 @@
 #include <pybind11/pybind11.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <span>
 #include <string_view>
 
@@ -25,5 +26,19 @@ struct FloatBuffer {
 // elements (writable when `writable`). May run Python code (a tensor's detach().numpy()):
 // callers convert their buffers before they take references to their own objects.
 FloatBuffer float_buffer(pybind11::handle obj, std::size_t floats, std::string_view what, bool writable);
+
+}  // namespace asyncps_python
+
+namespace asyncps_python {
+
+// Keys of EmbeddingTable's calls: a C-contiguous uint64 or int64 buffer of any shape (an int64's
+// bits are the key: -1 is 2**64 - 1, as numpy's astype(np.uint64) makes it), or a CPU torch
+// tensor of either. Anything else is a ValueError naming `what` and what was given.
+struct KeyBuffer {
+  pybind11::buffer_info info;
+  pybind11::object owner;
+  std::span<const std::uint64_t> span;
+};
+KeyBuffer key_buffer(pybind11::handle obj, std::string_view what);
 
 }  // namespace asyncps_python

@@ -183,5 +183,6 @@ void bind_layout(pybind11::module_& m);
 void bind_session(pybind11::module_& m);
 void bind_server(pybind11::module_& m);
 void bind_worker(pybind11::module_& m);
+void bind_table(pybind11::module_& m);
 
 }  // namespace asyncps_python

@@ -13,6 +13,7 @@ PYBIND11_MODULE(_asyncps, m) {
   asyncps_python::bind_session(m);
   asyncps_python::bind_server(m);
   asyncps_python::bind_worker(m);
+  asyncps_python::bind_table(m);
   m.attr("__version__") = ASYNCPS_VERSION_STRING;
   m.def("_init_mpi", &asyncps_python::init_mpi, "MPI_Init_thread(FUNNELED) unless MPI is up; True if it did");
   m.def("_finalize", &asyncps_python::finalize_mpi,

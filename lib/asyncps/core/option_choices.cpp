@@ -22,4 +22,10 @@ std::span<const Choice<ServerProgress>> choices(ServerProgress) {
   return kAll;
 }
 
+std::span<const Choice<RowOptimizer>> choices(RowOptimizer) {
+  static constexpr Choice<RowOptimizer> kAll[] = {{"sgd", RowOptimizer::Sgd}, {"adagrad", RowOptimizer::Adagrad}};
+  static_assert(RowOptimizer{} == RowOptimizer::Sgd);
+  return kAll;
+}
+
 }  // namespace asyncps

@@ -1,0 +1,161 @@
+#!/usr/bin/python3
+"""A click-through model in PyTorch whose embedding tables live on the parameter servers.
+
+    PYTHONPATH=build/python mpirun -np 3 /usr/bin/python3 apps/python/ctr_torch.py
+    scripts/netns-mpirun.sh -np 3 --map-by node -x PYTHONPATH=$PWD/build/python \\
+        /usr/bin/python3 $PWD/apps/python/ctr_torch.py            # across the simulated hosts
+
+Wide and deep, as ctr_async's (its C++ twin): each example has 26 categorical ids (Zipf-distributed,
+hashed into the tables: 2^20 rows by default) and 13 dense features. The wide part is a 1-float row
+per id, summed; the deep part a 16-float row per id, summed by an EmbeddingBag, then an MLP with the
+dense features. The tables are asyncps.EmbeddingTables (row-wise Adagrad on the servers), served to
+the model by asyncps.torch.TableEmbeddingBag: a step pulls only the rows its batch touches and
+pushes only their gradients. The MLP is a ModuleArena (pulled and pushed whole, plain SGD), as in
+mnist_torch.py. Labels come from a planted logistic model (seeded), so the best AUC is known: at the
+end the chief prints the held-out AUC beside the planted model's, the log-loss, and samples/s.
+"""
+import argparse
+import json
+import sys
+import time
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+import asyncps
+import asyncps.torch
+
+FIELDS, DENSE = 26, 13
+
+
+class Clicks:
+    """Synthetic click logs: ids per field Zipf(a) over vocab values, a planted logistic model over
+    them and the dense features. The same seed makes the same model on every rank."""
+
+    def __init__(self, seed, vocab, zipf_a=1.2):
+        rng = np.random.default_rng(seed)
+        self.vocab, self.zipf_a = vocab, zipf_a
+        self.w = rng.normal(0.0, 0.6, size=(FIELDS, vocab)).astype(np.float32)  # planted weight per (field, id)
+        self.v = rng.normal(0.0, 0.4, size=DENSE).astype(np.float32)
+        self.bias = -1.0
+
+    def batch(self, rng, n):
+        ids = (rng.zipf(self.zipf_a, size=(n, FIELDS)) - 1) % self.vocab                    # (n, 26)
+        dense = rng.normal(0.0, 1.0, size=(n, DENSE)).astype(np.float32)                     # (n, 13)
+        logit = self.w[np.arange(FIELDS), ids].sum(axis=1) + dense @ self.v + self.bias      # (n,)
+        label = (rng.random(n) < 1.0 / (1.0 + np.exp(-logit))).astype(np.float32)
+        keys = (np.arange(FIELDS, dtype=np.int64) << 32) + ids                               # field-qualified ids
+        return torch.from_numpy(keys), torch.from_numpy(dense), torch.from_numpy(label), logit
+
+
+def auc(scores, labels):
+    """Area under the ROC curve (rank statistic, ties averaged)."""
+    order = np.argsort(scores, kind="mergesort")
+    ranks = np.empty(len(scores))
+    s = scores[order]
+    i = 0
+    while i < len(s):  # average ranks of ties
+        j = i
+        while j + 1 < len(s) and s[j + 1] == s[i]:
+            j += 1
+        ranks[order[i:j + 1]] = (i + j) / 2.0 + 1
+        i = j + 1
+    pos = labels > 0.5
+    n_pos, n_neg = pos.sum(), (~pos).sum()
+    return float((ranks[pos].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
+
+
+class Deep(torch.nn.Module):
+    """The dense part: an MLP over the deep bag and the dense features, plus their linear term."""
+
+    def __init__(self, dim, hidden, seed):
+        super().__init__()
+        torch.manual_seed(seed)
+        self.mlp = torch.nn.Sequential(torch.nn.Linear(dim + DENSE, hidden), torch.nn.ReLU(), torch.nn.Linear(hidden, 1))
+        self.linear = torch.nn.Linear(DENSE, 1)
+
+    def forward(self, bag, dense):
+        return (self.mlp(torch.cat([bag, dense], dim=1)) + self.linear(dense)).squeeze(1)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--steps", type=int, default=600, help="global steps to train")
+    ap.add_argument("--batch", type=int, default=256)
+    ap.add_argument("--rows", type=int, default=1 << 20, help="rows of each table (ids are hashed into them)")
+    ap.add_argument("--dim", type=int, default=16, help="the deep table's floats per row")
+    ap.add_argument("--hidden", type=int, default=32)
+    ap.add_argument("--vocab", type=int, default=20000, help="distinct ids per field")
+    ap.add_argument("--table_lr", type=float, default=0.3, help="the tables' Adagrad learning rate")
+    ap.add_argument("--learning_rate", type=float, default=0.05, help="the MLP's SGD learning rate")
+    ap.add_argument("--test_examples", type=int, default=20000)
+    ap.add_argument("--ps", type=int, default=1, help="parameter-server ranks")
+    ap.add_argument("--mode", default="async", choices=asyncps.MODES)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--log_every", type=int, default=50, help="the chief logs every N local steps")
+    ap.add_argument("--json", action="store_true", help="the chief also prints one JSON line")
+    args = ap.parse_args()
+    torch.set_num_threads(1)
+
+    deep_net = Deep(args.dim, args.hidden, args.seed)
+    arena = asyncps.torch.ModuleArena(deep_net)
+    layout = arena.layout
+    layout.add_table("wide", args.rows, 1, optimizer="adagrad", init_scale=0.0, seed=args.seed)
+    layout.add_table("deep", args.rows, args.dim, optimizer="adagrad", init_scale=0.05, seed=args.seed)
+    session = asyncps.Session(layout, num_servers=args.ps, mode=args.mode)
+    if session.is_server:
+        asyncps.ParameterServer(session, arena.params).serve()  # (fills the tables' rows first)
+        return 0
+
+    data = Clicks(args.seed, args.vocab)
+    rng = np.random.default_rng(args.seed * 1000003 + 17 + session.worker_index)
+    with asyncps.WorkerClient(session) as w:
+        wide = asyncps.torch.TableEmbeddingBag(asyncps.EmbeddingTable(w, "wide"), mode="sum")
+        deep = asyncps.torch.TableEmbeddingBag(asyncps.EmbeddingTable(w, "deep"), mode="sum")
+
+        def predict(keys, dense):
+            return deep_net(deep(keys), dense) + wide(keys).squeeze(1)
+
+        t0, local = time.perf_counter(), 0
+        while (step := w.begin_step(arena.params, args.steps)) is not None:  # pulls the MLP
+            keys, dense, label, _ = data.batch(rng, args.batch)
+            arena.zero_grad()
+            loss = F.binary_cross_entropy_with_logits(predict(keys, dense), label)  # pulls the batch's rows
+            loss.backward()
+            wide.push(-args.table_lr)  # the rows this batch touched, each once
+            deep.push(-args.table_lr)
+            w.end_step(arena.grads, -args.learning_rate)
+            local += 1
+            if session.is_chief and local % args.log_every == 0:
+                print(f"After {local} training steps ({step.global_step} global steps), log-loss on training batch is "
+                      f"{float(loss):.6f}.", flush=True)
+        w.drain()  # no worker updates any more: the tables and the MLP are final
+        wall = time.perf_counter() - t0
+        if session.is_chief:
+            w.pull(arena.params)
+            final = w.global_step
+            test_rng = np.random.default_rng(args.seed * 7919 + 3)  # the held-out split: its own stream
+            scores, labels, planted, losses = [], [], [], []
+            with torch.no_grad():
+                for lo in range(0, args.test_examples, 1000):
+                    keys, dense, label, logit = data.batch(test_rng, min(1000, args.test_examples - lo))
+                    z = predict(keys, dense)
+                    losses.append(float(F.binary_cross_entropy_with_logits(z, label, reduction="sum")))
+                    scores.append(z.numpy()), labels.append(label.numpy()), planted.append(logit)
+            scores, labels, planted = np.concatenate(scores), np.concatenate(labels), np.concatenate(planted)
+            a, a_planted = auc(scores, labels), auc(planted, labels)
+            samples = final * args.batch
+            print(f"Done: {final} global steps by {session.num_workers} worker(s) in {wall:.2f} s: "
+                  f"{samples / wall:.0f} samples/s; test log-loss {sum(losses) / len(labels):.4f}", flush=True)
+            print(f"AUC {a:.4f} (the planted model's: {a_planted:.4f})", flush=True)
+            if args.json:
+                print(json.dumps({"impl": "asyncps-python-ctr", "workers": session.num_workers,
+                                  "servers": session.num_servers, "rows": args.rows, "global_steps": final,
+                                  "wall_seconds": round(wall, 4), "samples_per_sec": round(samples / wall, 1),
+                                  "auc": a, "planted_auc": a_planted, "table_stats": wide.table.stats}), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
