@@ -1,7 +1,7 @@
 # The two commands of the README:
 #   make run    set up what is missing, build, and train the MNIST job (1 server + 1 worker)
 #   make test   set up what is missing, build, and run every test with ctest
-# Other targets: make deps | test-deps | data | build | bench | convergence | bench-python | test-mpich | bench-mpi | bench-scaling | sanitize
+# Other targets: make deps | test-deps | data | build | bench | convergence | bench-python | test-mpich | bench-mpi | bench-scaling | bench-embedding | sanitize
 #   | fuzz | clean.
 # Variables: BUILD, NP, HOSTFILE, CMAKE_ARGS, ASAN_BUILD, FUZZ_BUILD, FUZZ_SECONDS, MPICH_BUILD, MPICH_CTEST_ARGS.
 BUILD    ?= build
@@ -20,7 +20,7 @@ JOBS     ?= $(shell nproc)
 export OMPI_ALLOW_RUN_AS_ROOT := 1
 export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM := 1
 
-.PHONY: all deps test-deps data configure build test run bench convergence bench-python test-mpich bench-mpi bench-scaling sanitize fuzz clean
+.PHONY: all deps test-deps data configure build test run bench convergence bench-python test-mpich bench-mpi bench-scaling bench-embedding sanitize fuzz clean
 all: build
 
 # deps: what the build and the C++ job need; test-deps: also what the tests run (PyTorch, mpi4py,
@@ -93,6 +93,12 @@ bench-mpi: data build
 bench-scaling: build
 	@scripts/install-deps.sh --bench
 	bench/scaling.sh $(BUILD)
+
+# The embedding tables' benchmark: ctr_async against all-reducing the tables' gradient and against
+# PyTorch's sparse Hogwild, tables of 2^20-2^24 rows, one host and across (docs/EMBEDDINGS.md).
+bench-embedding: build
+	@scripts/install-deps.sh --bench
+	bench/embedding.sh $(BUILD)
 
 # ASan + UBSan (GCC): everything built with ASYNCPS_SANITIZE=address,undefined in $(ASAN_BUILD),
 # every test run under it; any sanitizer report fails (README "Sanitizers and fuzzers"). The CNN

@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "asyncps/asyncps.h"
+#include "net_counters.h"
 
 namespace {
 
@@ -46,24 +47,7 @@ double cpu_seconds() {
 }
 
 // Bytes sent on this network namespace's interfaces other than lo.
-double wire_tx_bytes() {
-  std::ifstream in("/proc/self/net/dev");
-  std::string line;
-  double tx = 0;
-  for (int n = 0; std::getline(in, line); ++n) {
-    if (n < 2) continue;  // two header lines
-    const auto colon = line.find(':');
-    if (colon == std::string::npos) continue;
-    std::string name = line.substr(0, colon);
-    name.erase(0, name.find_first_not_of(' '));
-    if (name == "lo") continue;
-    std::istringstream fields(line.substr(colon + 1));
-    double v[9] = {};
-    for (double& x : v) fields >> x;  // rx: bytes packets errs drop fifo frame compressed multicast; tx: bytes
-    tx += v[8];
-  }
-  return tx;
-}
+double wire_tx_bytes() { return net_counters::read().tx; }
 
 // What every rank reports to rank 0.
 struct Report {

@@ -2,7 +2,9 @@
 //   mpirun -np 3 build/bin/ctr_async [--model lr|wide_deep] [--ps 1] [--help]
 // Every rank but the servers trains on its own stream of synthetic clicks; the chief (the first
 // worker) evaluates the final model on a held-out stream and prints "AUC 0.xxxx" beside the
-// planted model's. Every fatal error prints one line and aborts every rank.
+// planted model's (and with --eval_every, along the way). --allreduce trains the same model the
+// data-parallel way instead (allreduce.h), --dump_data writes the streams for other programs
+// (dump.h). Every fatal error prints one line and aborts every rank.
 #include <mpi.h>
 
 #include <algorithm>
@@ -14,11 +16,15 @@
 #include <string_view>
 #include <vector>
 
+#include "allreduce.h"
 #include "app_cli.h"
 #include "asyncps/asyncps.h"
+#include "batches.h"
 #include "clicks.h"
+#include "dump.h"
 #include "metrics.h"
 #include "model.h"
+#include "net_counters.h"
 #include "options.h"
 
 namespace ctr_async {
@@ -27,23 +33,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
-
-// Examples [first, first + n) of a stream as a batch.
-void fill(const ClickLog& log, std::uint64_t stream, std::uint64_t first, int n, Batch& b, Example& ex) {
-  const int F = log.config().fields, Dn = log.config().dense;
-  b.n = n;
-  b.keys.resize(static_cast<std::size_t>(n) * F);
-  b.dense.resize(static_cast<std::size_t>(n) * Dn);
-  b.labels.resize(static_cast<std::size_t>(n));
-  b.planted.resize(static_cast<std::size_t>(n));
-  for (int i = 0; i < n; ++i) {
-    log.example(stream, first + static_cast<std::uint64_t>(i), ex);
-    for (int f = 0; f < F; ++f) b.keys[static_cast<std::size_t>(i) * F + f] = ClickLog::key(f, ex.ids[static_cast<std::size_t>(f)]);
-    std::copy(ex.dense.begin(), ex.dense.end(), b.dense.begin() + static_cast<std::ptrdiff_t>(i) * Dn);
-    b.labels[static_cast<std::size_t>(i)] = ex.label;
-    b.planted[static_cast<std::size_t>(i)] = ex.planted;
-  }
-}
 
 int run_server(const Config& c, asyncps::Session& session) {
   std::vector<float> initial(session.layout().size());
@@ -70,6 +59,14 @@ int run_worker(const Config& c, asyncps::Session& session) {
                 roles.num_workers(), shape.deep ? "wide & deep" : "hashed logistic regression",
                 static_cast<unsigned long long>(c.rows), c.optimizer.c_str(), c.batch_size, roles.num_servers);
   std::vector<float> params(layout.size()), wide_rows, deep_rows, logits;
+  const RowSource rows = [&](std::span<const std::uint64_t> keys, std::vector<float>& w, std::vector<float>& d) {
+    w.resize(keys.size());
+    wide.pull_rows(keys, w);
+    if (deep) {
+      d.resize(keys.size() * static_cast<std::size_t>(D));
+      deep->pull_rows(keys, d);
+    }
+  };
   Batch batch;
   Grads grads;
   Example ex;
@@ -78,16 +75,13 @@ int run_worker(const Config& c, asyncps::Session& session) {
   std::int64_t local = 0;
   double loss = 0;
   const auto start = Clock::now();
+  const net_counters::NetBytes wire0 = net_counters::read();
+  EvalClock clock;
   auto last_log = start;
   while (auto s = steps.begin_step(params, c.training_steps)) {
     fill(log, stream, next_example, c.batch_size, batch, ex);
     next_example += static_cast<std::uint64_t>(c.batch_size);
-    wide_rows.resize(batch.keys.size());
-    wide.pull_rows(batch.keys, wide_rows);
-    if (deep) {
-      deep_rows.resize(batch.keys.size() * static_cast<std::size_t>(D));
-      deep->pull_rows(batch.keys, deep_rows);
-    }
+    rows(batch.keys, wide_rows, deep_rows);
     loss = forward_backward(shape, layout, params, batch, wide_rows, deep_rows, logits, &grads);
     const asyncps::StepEnd landed = steps.end_step(grads.dense, static_cast<float>(-c.learning_rate));
     if (landed.applied) {  // the rows follow the dense step (a non-finite gradient sends neither)
@@ -102,43 +96,35 @@ int run_worker(const Config& c, asyncps::Session& session) {
       last_log = Clock::now();
       std::fflush(stdout);
     }
+    if (chief && c.eval_every > 0 && local % c.eval_every == 0) {  // (the other workers go on meanwhile)
+      clock.pause();
+      const Evaluation e = evaluate(log, shape, layout, params, c.test_examples, rows);
+      print_eval(landed.global_step, c.batch_size, clock.training_seconds(), e);
+      clock.resume();
+    }
   }
   const double seconds = since(start);
+  const net_counters::NetBytes wire1 = net_counters::read();
   client.drain();  // every worker is done: the tables and the arena are final
   const auto& ws = wide.stats();
-  if (talk)
+  const std::uint64_t moved =
+      ws.bytes_pulled + ws.bytes_pushed + (deep ? deep->stats().bytes_pulled + deep->stats().bytes_pushed : 0);
+  if (talk) {
     std::printf("worker %d: %lld local steps in %.3f s; rows: %llu pulled, %llu pushed, %.1f MB moved, %.3f s pulling, "
                 "%.3f s pushing\n",
                 roles.worker_index(), static_cast<long long>(local), seconds,
                 static_cast<unsigned long long>(ws.rows_pulled + (deep ? deep->stats().rows_pulled : 0)),
                 static_cast<unsigned long long>(ws.rows_pushed + (deep ? deep->stats().rows_pushed : 0)),
-                1e-6 * static_cast<double>(ws.bytes_pulled + ws.bytes_pushed +
-                                           (deep ? deep->stats().bytes_pulled + deep->stats().bytes_pushed : 0)),
-                ws.pull_seconds + (deep ? deep->stats().pull_seconds : 0), ws.push_seconds + (deep ? deep->stats().push_seconds : 0));
+                1e-6 * static_cast<double>(moved), ws.pull_seconds + (deep ? deep->stats().pull_seconds : 0),
+                ws.push_seconds + (deep ? deep->stats().push_seconds : 0));
+    print_bytes_per_step(static_cast<double>(moved) / static_cast<double>(std::max<std::int64_t>(local, 1)),
+                         (wire1.rx + wire1.tx - wire0.rx - wire0.tx) / static_cast<double>(std::max<std::int64_t>(local, 1)));
+  }
   if (chief) {
     client.pull(params);
-    std::vector<float> scores, labels, planted;
-    constexpr int kEvalBatch = 1024;
-    for (std::int64_t first = 0; first < c.test_examples; first += kEvalBatch) {
-      const int n = static_cast<int>(std::min<std::int64_t>(kEvalBatch, c.test_examples - first));
-      fill(log, 0, static_cast<std::uint64_t>(first), n, batch, ex);
-      wide_rows.resize(batch.keys.size());
-      wide.pull_rows(batch.keys, wide_rows);
-      if (deep) {
-        deep_rows.resize(batch.keys.size() * static_cast<std::size_t>(D));
-        deep->pull_rows(batch.keys, deep_rows);
-      }
-      forward_backward(shape, layout, params, batch, wide_rows, deep_rows, logits, nullptr);
-      scores.insert(scores.end(), logits.begin(), logits.end());
-      labels.insert(labels.end(), batch.labels.begin(), batch.labels.end());
-      planted.insert(planted.end(), batch.planted.begin(), batch.planted.end());
-    }
+    const Evaluation e = evaluate(log, shape, layout, params, c.test_examples, rows);
     const std::int64_t global = steps.final_step() > 0 ? steps.final_step() : c.training_steps;
-    std::printf("Done: %lld global steps by %d worker(s) in %.2f s: %.0f samples/s\n", static_cast<long long>(global),
-                roles.num_workers(), seconds, static_cast<double>(global) * c.batch_size / seconds);
-    std::printf("AUC %.4f (the planted model's: %.4f), log-loss %.4f (planted: %.4f) on %lld held-out examples\n",
-                auc(scores, labels), auc(planted, labels), log_loss(scores, labels), log_loss(planted, labels),
-                static_cast<long long>(c.test_examples));
+    print_result(global, c.batch_size, roles.num_workers(), seconds, c.test_examples, e);
   }
   std::fflush(stdout);
   client.finish();
@@ -157,6 +143,8 @@ int main(int argc, char** argv) {
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     const auto config = ctr_async::parse_config(argc, argv, /*print_help=*/rank == 0);
     if (!config) return 0;  // --help
+    if (!config->dump_data.empty()) return rank == 0 ? ctr_async::dump_data(*config) : 0;
+    if (config->allreduce) return ctr_async::run_allreduce(*config);
     asyncps::Session session(MPI_COMM_WORLD, config->layout(), config->library);
     return session.roles().is_server() ? ctr_async::run_server(*config, session) : ctr_async::run_worker(*config, session);
   } catch (const std::exception& e) {

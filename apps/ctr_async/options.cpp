@@ -26,7 +26,7 @@ using app_cli::show;
 void validate(const Config& c) {
   constexpr double kFloatMax = std::numeric_limits<float>::max();
   require(c.model == "lr" || c.model == "wide_deep", "--model must be lr or wide_deep, got '" + c.model + "'");
-  require(c.optimizer == "sgd" || c.optimizer == "adagrad", "--optimizer must be sgd or adagrad, got '" + c.optimizer + "'");
+  (void)asyncps::parse_choice<asyncps::RowOptimizer>(c.optimizer, "--optimizer");
   require(c.rows >= 1 && c.rows <= (std::uint64_t{1} << 36), "--rows must be in [1, 2^36], got " + std::to_string(c.rows));
   require(c.dim >= 1 && c.dim <= 1024, "--dim must be in [1, 1024], got " + std::to_string(c.dim));
   require(c.hidden >= 1 && c.hidden <= 4096, "--hidden must be in [1, 4096], got " + std::to_string(c.hidden));
@@ -40,6 +40,12 @@ void validate(const Config& c) {
   require(c.test_examples >= 1 && c.test_examples <= 100000000,
           "--test_examples must be in [1, 1e8], got " + std::to_string(c.test_examples));
   require(c.log_every >= 1, "--log_every must be positive, got " + std::to_string(c.log_every));
+  require(c.eval_every >= 0, "--eval_every must be >= 0, got " + std::to_string(c.eval_every));
+  require(c.dump_examples >= 1 && c.dump_examples <= 100000000,
+          "--dump_examples must be in [1, 1e8], got " + std::to_string(c.dump_examples));
+  require(c.dump_workers >= 1 && c.dump_workers <= 1024, "--dump_workers must be in [1, 1024], got " + std::to_string(c.dump_workers));
+  require(!(c.allreduce && !c.dump_data.empty()), "--allreduce and --dump_data do not go together");
+  if (!c.dump_data.empty()) refuse_placeholders(c.dump_data, "--dump_data");
   require(c.data.vocab >= 1 && c.data.vocab <= (std::uint64_t{1} << 32),
           "--vocab must be in [1, 2^32], got " + std::to_string(c.data.vocab));
   require(std::isfinite(c.data.zipf) && c.data.zipf > 1 && c.data.zipf <= 10, "--zipf must be in (1, 10], got " + show(c.data.zipf));
@@ -59,7 +65,7 @@ ModelShape Config::shape() const {
 }
 
 asyncps::ParamLayout Config::layout() const {
-  const auto opt = optimizer == "adagrad" ? asyncps::RowOptimizer::Adagrad : asyncps::RowOptimizer::Sgd;
+  const auto opt = asyncps::parse_choice<asyncps::RowOptimizer>(optimizer, "--optimizer");
   const auto acc = static_cast<float>(initial_accumulator);
   const asyncps::TableSpec wide{.rows = rows, .dim = 1, .optimizer = opt, .init_scale = 0.f, .seed = data.seed,
                                 .initial_accumulator = acc};
@@ -121,7 +127,15 @@ std::optional<Config> parse_config(int argc, char** argv, bool print_help) {
      "wake: a server keeps entering MPI this long after bytes last arrived")
     ("wait_spin_us", po::value(&lib.wait_spin_us)->default_value(lib.wait_spin_us),
      "across hosts: a waiting worker spins this long, then sleeps until the server's answer arrives")
-    ("verbose,v", po::bool_switch(&c.verbose), "every worker logs, not only the chief");
+    ("verbose,v", po::bool_switch(&c.verbose), "every worker logs, not only the chief")
+    ("eval_every", po::value(&c.eval_every)->default_value(c.eval_every),
+     "the chief also evaluates every N local steps (\"eval: ...\" lines, training time without the evaluations; 0: never)")
+    ("allreduce", po::bool_switch(&c.allreduce),
+     "train data-parallel instead, the baseline: every rank a worker holding the whole model, the tables' gradient "
+     "MPI_Allreduce-summed every step (no servers: --ps is not used)")
+    ("dump_data", po::value(&c.dump_data), "write the training streams and the held-out one as .npy files here, and exit")
+    ("dump_examples", po::value(&c.dump_examples)->default_value(c.dump_examples), "--dump_data: examples per training stream")
+    ("dump_workers", po::value(&c.dump_workers)->default_value(c.dump_workers), "--dump_data: training streams (one per worker)");
   po::variables_map vm;
   try {
     for (int i = 1; i < argc; ++i) refuse_placeholders(argv[i], "the command line");
@@ -131,6 +145,8 @@ std::optional<Config> parse_config(int argc, char** argv, bool print_help) {
       return std::nullopt;
     }
     po::notify(vm);
+    if (c.allreduce && !vm["ps"].defaulted())
+      throw asyncps::ConfigError("--allreduce has no servers: every rank is a worker (drop --ps)");
   } catch (const po::error& e) {
     throw asyncps::ConfigError(std::string("bad command line: ") + e.what() + " (see --help)");
   }

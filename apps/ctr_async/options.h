@@ -26,6 +26,11 @@ struct Config {
   std::int64_t test_examples = 20000;
   int log_every = 100;
   bool verbose = false;
+  int eval_every = 0;            // the chief evaluates every N local steps (0: only at the end)
+  bool allreduce = false;        // train data-parallel instead (allreduce.h)
+  std::string dump_data;         // write the streams here and exit (dump.h)
+  std::int64_t dump_examples = 262144;
+  int dump_workers = 2;
   ClickConfig data;              // --vocab, --zipf, --seed
   asyncps::Options library;      // --ps, --stall_timeout, --server_progress, --server_poll_us
   ModelShape shape() const;

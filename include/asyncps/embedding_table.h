@@ -1,4 +1,5 @@
-// defines: asyncps::EmbeddingTable, asyncps::RowPush, asyncps::TableStats
+// defines: asyncps::EmbeddingTable, asyncps::RowPush, asyncps::TableStats, asyncps::table_row,
+//          asyncps::table_initial_value
 // A worker's handle on one embedding table of the layout (ParamLayout::add_table): rows x dim
 // floats sharded across the servers by row, read and updated a few rows at a time by key, one-
 // sided (the servers' CPUs are not on the data path where the transport does not need them).
@@ -61,6 +62,12 @@ struct RowPush {
   std::size_t rows = 0;    // distinct rows updated
   explicit operator bool() const noexcept { return applied; }
 };
+
+// The row `key` is hashed into in a table of `rows` rows: mix64(key) mod rows (EmbeddingTable::row_of).
+std::uint64_t table_row(std::uint64_t key, std::uint64_t rows) noexcept;
+// Float `col` of row `row` as the servers start `table` (col == dim: Adagrad's accumulator), for code
+// that keeps a copy of a table itself (a baseline, a reader of exported rows).
+float table_initial_value(const TableInfo& table, std::uint64_t row, int col) noexcept;
 
 class EmbeddingTable {
  public:

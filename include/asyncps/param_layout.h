@@ -32,7 +32,7 @@ struct TensorInfo {
 // How a table's rows are updated by EmbeddingTable::push_rows (and what the servers keep per row).
 enum class RowOptimizer {
   Sgd,      // row += scale * g
-  Adagrad,  // acc += g*g; row += scale * g / sqrt(acc + eps): one accumulator per row, kept
+  Adagrad,  // acc += mean(g*g); row += scale * g / (sqrt(acc) + eps): one accumulator per row, kept
             // beside the row in the servers' window (see asyncps/embedding_table.h)
 };
 

@@ -120,6 +120,11 @@ void check_keys(std::size_t keys, std::size_t floats, int dim, const char* call)
 
 }  // namespace
 
+std::uint64_t table_row(std::uint64_t key, std::uint64_t rows) noexcept { return detail::row_of_key(key, rows); }
+float table_initial_value(const TableInfo& table, std::uint64_t row, int col) noexcept {
+  return detail::initial_row_value(table, row, col);
+}
+
 EmbeddingTable::EmbeddingTable(WorkerClient& worker, const std::string& name) : worker_(&worker) {
   detail::WorkerTransport& t = worker.transport();
   t.enter("EmbeddingTable");
