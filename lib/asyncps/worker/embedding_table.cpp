@@ -22,6 +22,7 @@ struct detail::TableState {
   std::size_t index = 0;       // in layout().tables()
   const TableInfo* info = nullptr;
   float eps = 1e-8f;
+  std::size_t merge_gap_bytes = 0;  // (merge_gap_bytes() of the session's transport)
   TableStats stats;
   // one call's rows: order = (row, key index) sorted; rows = its distinct rows; slot[i] = key i's
   // place in rows; buf = rows x stride floats (a pull's data, a push's update)
@@ -81,15 +82,19 @@ void group(detail::TableState& st, std::span<const std::uint64_t> keys) {
   }
 }
 
-// A run of rows takes in the rows between two wanted ones when they are at most this many bytes:
-// an operation costs as much as some kilobytes (about 5 us through pt2pt across hosts, or an
-// active message at an MPICH server), so reading or adding zeros over a short gap is cheaper.
-constexpr std::size_t kMergeGapBytes = 4096;
+// A run of rows takes in the rows between two wanted ones when they are at most this many bytes
+// apart (read along, or added as zeros), as an operation costs about as much as that many bytes.
+// Measured with ctr_async, 2^22 rows, 1 + 2 (docs/EMBEDDINGS.md "Merging runs"): on one host (shared
+// memory) 4 KiB was best (27,507 samples/s; 0 B: 21,403; 512 B: 24,163; 16 KiB: 15,516); across
+// hosts, where every operation waits for the server's CPU and the bytes cross TCP, gaps of 0 to
+// 1 KiB were best (3,011-3,061; 4 KiB: 2,608, 16 KiB: 859), and 1 KiB still merges the rows of
+// small or dense tables.
+std::size_t merge_gap_bytes(detail::WorkerTransport& t) { return t.session().rma_needs_target() ? 1024 : 4096; }
 
 // The state's runs and pos for its rows; returns the floats the buffer needs.
 std::size_t plan_runs(detail::TableState& st, const RowPlan& plan) {
   const auto stride = static_cast<std::size_t>(st.info->stride());
-  const std::uint64_t max_gap = kMergeGapBytes / (stride * sizeof(float));
+  const std::uint64_t max_gap = st.merge_gap_bytes / (stride * sizeof(float));
   st.runs.clear();
   st.pos.resize(st.rows.size());
   std::size_t floats = 0;
@@ -137,6 +142,7 @@ EmbeddingTable::EmbeddingTable(WorkerClient& worker, const std::string& name) : 
     st = layer.owned.back().get();
     st->index = index;
     st->info = &layout.tables()[index];
+    st->merge_gap_bytes = merge_gap_bytes(t);
   }
   state_ = st;
 }
