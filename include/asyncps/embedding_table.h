@@ -20,8 +20,8 @@
 // Sharding: server s holds a contiguous range of rows (RowPlan). Hashing first makes it even
 // whatever the ids' skew. Transfers are contiguous runs of rows, one MPI operation per run and
 // server (no derived datatypes); a run takes in gaps between wanted rows (read along, or added as
-// zeros) of up to 4 KiB on one host and 1 KiB where the transport needs the servers' CPU
-// (Session::rma_needs_target()), about what an operation costs in bytes there. All on the
+// zeros) of up to 4 KiB within one node and 1 KiB across nodes (Session::single_node()), about
+// what an operation costs in bytes there. All on the
 // session's channel: the same windows' epochs, completion strategy, heartbeats and stall watch
 // as the dense arena.
 //
