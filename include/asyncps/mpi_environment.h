@@ -23,8 +23,10 @@ class MpiEnvironment {
   // MPI_Finalize, when this object initialised MPI. One exception: MPICH before 4.2 on ch4:ucx
   // with ranks on several nodes, whose MPI_Finalize can hang for good (a rank's UCX disconnect
   // waits on a peer already blocked in the final PMI barrier: mpich#6596, fixed in 4.2; 2 of 4
-  // netns runs here): there every rank meets in an MPI_Barrier and exits without MPI_Finalize,
-  // which the launcher accepts. See docs/MULTIHOST.md "Which MPI".
+  // netns runs here): there every rank meets in an MPI_Barrier, tells its launcher it is done
+  // (the PMI "finalize" that MPI_Finalize would send: hydra kills the ranks still running on a
+  // host once one exits without it) and exits without MPI_Finalize. See docs/MULTIHOST.md
+  // "Which MPI".
   ~MpiEnvironment();
   MpiEnvironment(const MpiEnvironment&) = delete;
   MpiEnvironment& operator=(const MpiEnvironment&) = delete;

@@ -12,6 +12,7 @@
 #include "asyncps/error.h"
 #include "asyncps/log.h"
 #include "core/check.h"
+#include "runtime/process_manager.h"
 #include "transport/mpi_implementation.h"
 
 namespace asyncps {
@@ -51,8 +52,11 @@ MpiEnvironment::~MpiEnvironment() {
   if (skip_finalize_) {  // (see the header: every rank is done with MPI once all have met here)
     MPI_Barrier(MPI_COMM_WORLD);
     std::fflush(nullptr);
-    // a launcher may end the ranks still running once one exits without MPI_Finalize: every
-    // rank lingers a moment after the barrier, so that they leave together
+    // hydra kills the ranks still running on a host once one exits with its PMI socket open:
+    // each rank says it is done, as MPI_Finalize would (runtime/process_manager.h). Then every
+    // rank lingers a moment, so that none closes its connections while a peer may still be
+    // reading the barrier's last message.
+    detail::leave_process_manager(std::chrono::seconds(10));
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
     return;
   }
