@@ -1,4 +1,4 @@
-// defines: asyncps_fuzz::shard_layout, contract, parse_as_is_and_resealed — what the checkpoint
+// defines: asyncps_fuzz::shard_layout, table_layout, contract, parse_as_is_and_resealed — what the checkpoint
 // fuzz targets share (make_seeds writes its seed shards with shard_layout, so that their hash and
 // size match)
 #pragma once
@@ -18,6 +18,14 @@ inline asyncps::ParamLayout shard_layout() {
   l.add("w", {3, 5});
   l.add("b", {7});
   return l;  // 22 floats
+}
+
+// The same with two embedding tables (an SGD one, an Adagrad one): shards then carry a rows section.
+inline asyncps::ParamLayout table_layout() {
+  asyncps::ParamLayout l = shard_layout();
+  l.add_table("user", {.rows = 40, .dim = 3});
+  l.add_table("item", {.rows = 9, .dim = 2, .optimizer = asyncps::RowOptimizer::Adagrad});
+  return l;
 }
 
 // A promise of what a parser returned, broken: a finding (abort, so libFuzzer keeps the input).

@@ -1,7 +1,8 @@
 // make_seeds OUT_DIR: writes the fuzzers' seed corpora, valid files made by the library's own
 // writers, into OUT_DIR/<target>/ (fuzz/corpus is its output, committed):
-//   checkpoint_index, checkpoint_shard   write_index / write_shard of fuzz_common.h's layout,
-//                                        by 1 and by 2 servers, with and without the EMA shadow
+//   checkpoint_index, checkpoint_shard   write_index / write_shard of fuzz_common.h's layouts,
+//                                        by 1 and by 2 servers, with and without the EMA shadow;
+//                                        with tables (rows sections) by 1 and by 3 servers
 //   idx                                  IDX image and label files (the header MNIST's have)
 // The config seeds are plain text, written by hand.
 #include <cstdint>
@@ -13,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "asyncps/roles.h"
 #include "asyncps_internal/checkpoint/checkpoint_format.h"
 #include "fuzz_common.h"
 
@@ -39,8 +41,9 @@ void put_be32(std::vector<unsigned char>& out, std::uint32_t v) {
 }
 
 // One checkpoint of `servers` servers at `step` in `tmp`; its files copied into the corpora.
-void checkpoint(const fs::path& tmp, const fs::path& out, int servers, bool shadow, std::int64_t step) {
-  const auto layout = asyncps_fuzz::shard_layout();
+void checkpoint(const fs::path& tmp, const fs::path& out, int servers, bool shadow, std::int64_t step,
+                const asyncps::ParamLayout& layout = asyncps_fuzz::shard_layout()) {
+  const asyncps::RowPlan rows(layout, servers);
   std::mt19937 rng(static_cast<unsigned>(step));
   std::normal_distribution<float> d;
   std::vector<float> params(layout.size()), ema(layout.size());
@@ -54,7 +57,9 @@ void checkpoint(const fs::path& tmp, const fs::path& out, int servers, bool shad
                         begin, end - begin};
     const auto p = std::span<const float>(params).subspan(begin, end - begin);
     const auto e = shadow ? std::span<const float>(ema).subspan(begin, end - begin) : std::span<const float>();
-    const auto sum = write_shard(tmp, h, layout, p, e);
+    std::vector<float> mine(layout.tables().empty() ? 0 : rows.server_floats(s));
+    for (auto& x : mine) x = d(rng);
+    const auto sum = write_shard(tmp, h, layout, p, e, mine);
     const fs::path file = shard_path(tmp, step, s, servers);
     idx.shards.push_back({begin, end - begin, sum, file.filename().string()});
     copy_into(file, out / "checkpoint_shard", file.filename().string());
@@ -75,6 +80,8 @@ int main(int argc, char** argv) {
   fs::create_directories(tmp);
   checkpoint(tmp, out, 1, true, 100);
   checkpoint(tmp, out, 2, false, 200);
+  checkpoint(tmp, out, 1, true, 300, asyncps_fuzz::table_layout());  // with a rows section
+  checkpoint(tmp, out, 3, false, 400, asyncps_fuzz::table_layout());
   fs::remove_all(tmp);
 
   // IDX: 2 images of 3x4, 3 labels; the smallest valid ones (1 image of 1x1, 1 label)

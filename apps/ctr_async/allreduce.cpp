@@ -144,7 +144,7 @@ int run_allreduce(const Config& c) {
     // a ring all-reduce sends and receives 2 (n - 1) / n of the buffer per rank
     print_bytes_per_step(2.0 * (size - 1) / size * step_bytes,
                          (wire1.rx + wire1.tx - wire0.rx - wire0.tx) / static_cast<double>(iterations));
-    print_result(iterations * size, c.batch_size, size, seconds, c.test_examples,
+    print_result(iterations * size, iterations * size, c.batch_size, size, seconds, c.test_examples,
                  evaluate(log, shape, layout, params, c.test_examples, rows));
   }
   MPI_Barrier(MPI_COMM_WORLD);

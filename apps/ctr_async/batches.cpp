@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <string>
 
 #include "metrics.h"
 
@@ -49,10 +50,12 @@ void print_eval(std::int64_t global_steps, int batch, double training_seconds, c
   std::fflush(stdout);
 }
 
-void print_result(std::int64_t global_steps, int batch, int workers, double seconds, std::int64_t examples,
-                  const Evaluation& e) {
-  std::printf("Done: %lld global steps by %d worker(s) in %.2f s: %.0f samples/s\n", static_cast<long long>(global_steps),
-              workers, seconds, static_cast<double>(global_steps) * batch / seconds);
+void print_result(std::int64_t global_steps, std::int64_t run_steps, int batch, int workers, double seconds,
+                  std::int64_t examples, const Evaluation& e) {
+  const std::string resumed =
+      run_steps == global_steps ? std::string() : " (" + std::to_string(run_steps) + " in this run)";
+  std::printf("Done: %lld global steps%s by %d worker(s) in %.2f s: %.0f samples/s\n", static_cast<long long>(global_steps),
+              resumed.c_str(), workers, seconds, static_cast<double>(run_steps) * batch / seconds);
   std::printf("AUC %.4f (the planted model's: %.4f), log-loss %.4f (planted: %.4f) on %lld held-out examples\n", e.auc,
               e.planted_auc, e.log_loss, e.planted_log_loss, static_cast<long long>(examples));
   std::fflush(stdout);

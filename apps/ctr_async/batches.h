@@ -33,12 +33,12 @@ Evaluation evaluate(const ClickLog& log, const ModelShape& shape, const asyncps:
 
 // The log lines that bench/embedding.sh reads:
 //   eval: G global steps, S samples, T s training, AUC a, log-loss l
-//   Done: G global steps by W worker(s) in T s: X samples/s
+//   Done: G global steps [(R in this run), after a restore] by W worker(s) in T s: X samples/s (of this run)
 //   AUC a (the planted model's: p), log-loss l (planted: q) on N held-out examples
 //   bytes per step: M moved by this worker's tables, N on the wire (this host, in + out)
 void print_eval(std::int64_t global_steps, int batch, double training_seconds, const Evaluation& e);
-void print_result(std::int64_t global_steps, int batch, int workers, double seconds, std::int64_t examples,
-                  const Evaluation& e);
+void print_result(std::int64_t global_steps, std::int64_t run_steps, int batch, int workers, double seconds,
+                  std::int64_t examples, const Evaluation& e);
 void print_bytes_per_step(double moved, double wire);
 
 // Training time with the evaluations left out: what "time to a target AUC" counts.

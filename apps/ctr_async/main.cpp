@@ -4,7 +4,9 @@
 // worker) evaluates the final model on a held-out stream and prints "AUC 0.xxxx" beside the
 // planted model's (and with --eval_every, along the way). --allreduce trains the same model the
 // data-parallel way instead (allreduce.h), --dump_data writes the streams for other programs
-// (dump.h). Every fatal error prints one line and aborts every rank.
+// (dump.h). With --logdir the servers checkpoint the dense weights and the tables' rows, and a
+// run resumes from them (on any number of servers); --export_dir writes the final one as .npy.
+// Every fatal error prints one line and aborts every rank.
 #include <mpi.h>
 
 #include <algorithm>
@@ -26,6 +28,7 @@
 #include "model.h"
 #include "net_counters.h"
 #include "options.h"
+#include "writable_dir.h"
 
 namespace ctr_async {
 
@@ -37,8 +40,15 @@ double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock:
 int run_server(const Config& c, asyncps::Session& session) {
   std::vector<float> initial(session.layout().size());
   init_dense(session.layout(), c.data.seed, initial);
-  asyncps::ParameterServer server(session, initial);  // (it fills the tables' rows from their seed)
+  // (it fills the tables' rows from their seed, or from the checkpoint it restores)
+  asyncps::ParameterServer server(session, initial);
   server.serve();
+  if (!c.export_dir.empty() && !server.saved_checkpoint().empty()) {  // server 0 wrote the final index
+    const auto ckpt = asyncps::read_checkpoint(server.saved_checkpoint(), session.layout());
+    asyncps::export_checkpoint_npy(c.export_dir, session.layout(), ckpt);
+    std::printf("exported %s to %s\n", server.saved_checkpoint().c_str(), c.export_dir.c_str());
+    std::fflush(stdout);
+  }
   return server.halted() ? 3 : 0;
 }
 
@@ -74,6 +84,7 @@ int run_worker(const Config& c, asyncps::Session& session) {
   std::uint64_t next_example = 0;
   std::int64_t local = 0;
   double loss = 0;
+  const std::int64_t first_global = client.restored_step();  // a restored run's starting step (else 0)
   const auto start = Clock::now();
   const net_counters::NetBytes wire0 = net_counters::read();
   EvalClock clock;
@@ -124,7 +135,7 @@ int run_worker(const Config& c, asyncps::Session& session) {
     client.pull(params);
     const Evaluation e = evaluate(log, shape, layout, params, c.test_examples, rows);
     const std::int64_t global = steps.final_step() > 0 ? steps.final_step() : c.training_steps;
-    print_result(global, c.batch_size, roles.num_workers(), seconds, c.test_examples, e);
+    print_result(global, global - first_global, c.batch_size, roles.num_workers(), seconds, c.test_examples, e);
   }
   std::fflush(stdout);
   client.finish();
@@ -145,6 +156,8 @@ int main(int argc, char** argv) {
     if (!config) return 0;  // --help
     if (!config->dump_data.empty()) return rank == 0 ? ctr_async::dump_data(*config) : 0;
     if (config->allreduce) return ctr_async::run_allreduce(*config);
+    if (!config->logdir.empty()) app_cli::check_writable_dir(config->logdir, "--logdir");  // every rank: its host's
+    if (!config->export_dir.empty() && rank == 0) app_cli::check_writable_dir(config->export_dir, "--export_dir");
     asyncps::Session session(MPI_COMM_WORLD, config->layout(), config->library);
     return session.roles().is_server() ? ctr_async::run_server(*config, session) : ctr_async::run_worker(*config, session);
   } catch (const std::exception& e) {

@@ -45,6 +45,11 @@ void validate(const Config& c) {
           "--dump_examples must be in [1, 1e8], got " + std::to_string(c.dump_examples));
   require(c.dump_workers >= 1 && c.dump_workers <= 1024, "--dump_workers must be in [1, 1024], got " + std::to_string(c.dump_workers));
   require(!(c.allreduce && !c.dump_data.empty()), "--allreduce and --dump_data do not go together");
+  require(!(c.allreduce && !c.logdir.empty()), "--allreduce keeps no checkpoints: drop --logdir");
+  require(!(!c.dump_data.empty() && !c.logdir.empty()), "--dump_data writes the streams and exits: drop --logdir");
+  require(c.export_dir.empty() || !c.logdir.empty(), "--export_dir writes the final checkpoint: it needs --logdir");
+  if (!c.logdir.empty()) refuse_placeholders(c.logdir, "--logdir");
+  if (!c.export_dir.empty()) refuse_placeholders(c.export_dir, "--export_dir");
   if (!c.dump_data.empty()) refuse_placeholders(c.dump_data, "--dump_data");
   require(c.data.vocab >= 1 && c.data.vocab <= (std::uint64_t{1} << 32),
           "--vocab must be in [1, 2^32], got " + std::to_string(c.data.vocab));
@@ -82,6 +87,11 @@ std::string with_flag_names(std::string_view library_message) {
       {"Options::server_poll_us", "--server_poll_us"},
       {"Options::server_spin_us", "--server_spin_us"},
       {"Options::wait_spin_us", "--wait_spin_us"},
+      {"Options::checkpoint.restart_from", "--restart_from"},
+      {"Options::checkpoint.dir", "--logdir"},
+      {"Options::checkpoint.save_secs", "--save_secs"},
+      {"Options::checkpoint.keep", "--keep_checkpoints"},
+      {"Options::checkpoint.restore", "--no_restore"},
       {"the same Options", "the same flags"},
   };
   return app_cli::with_names(library_message, kNames);
@@ -128,6 +138,18 @@ std::optional<Config> parse_config(int argc, char** argv, bool print_help) {
     ("wait_spin_us", po::value(&lib.wait_spin_us)->default_value(lib.wait_spin_us),
      "across hosts: a waiting worker spins this long, then sleeps until the server's answer arrives")
     ("verbose,v", po::bool_switch(&c.verbose), "every worker logs, not only the chief")
+    ("logdir", po::value(&c.logdir)->notifier([&lib](const std::string& d) { lib.checkpoint.dir = d; }),
+     "servers checkpoint the dense weights and the tables' rows here, and a run resumes from the newest (default: none)")
+    ("save_secs", po::value(&lib.checkpoint.save_secs)->default_value(lib.checkpoint.save_secs),
+     "--logdir: servers checkpoint this often (0: only at the end)")
+    ("keep_checkpoints", po::value(&lib.checkpoint.keep)->default_value(lib.checkpoint.keep), "--logdir: newest checkpoints kept")
+    ("restart_from", po::value<std::string>()->notifier([&lib](const std::string& v) { lib.checkpoint.restart_from = v; }),
+     "start from this checkpoint index (any number of servers wrote it)")
+    ("no_restore", po::bool_switch()->notifier([&lib](bool no) { lib.checkpoint.restore = !no; }),
+     "--logdir: do not resume from its checkpoints (they are moved aside, never overwritten)")
+    ("export_dir", po::value(&c.export_dir),
+     "at the end server 0 writes the final checkpoint here as .npy: each dense tensor, each table (rows x dim) and its "
+     "Adagrad accumulators (needs --logdir)")
     ("eval_every", po::value(&c.eval_every)->default_value(c.eval_every),
      "the chief also evaluates every N local steps (\"eval: ...\" lines, training time without the evaluations; 0: never)")
     ("allreduce", po::bool_switch(&c.allreduce),

@@ -31,8 +31,10 @@ struct Config {
   std::string dump_data;         // write the streams here and exit (dump.h)
   std::int64_t dump_examples = 262144;
   int dump_workers = 2;
+  std::string logdir;            // checkpoints (the dense weights and the tables' rows) go here; empty: none
+  std::string export_dir;        // server 0 writes the final checkpoint as .npy files here (needs logdir)
   ClickConfig data;              // --vocab, --zipf, --seed
-  asyncps::Options library;      // --ps, --stall_timeout, --server_progress, --server_poll_us
+  asyncps::Options library;      // --ps, --stall_timeout, --server_progress, --server_poll_us, checkpoints
   ModelShape shape() const;
   asyncps::ParamLayout layout() const;
 };

@@ -14,7 +14,7 @@
 #include "evaluate.h"
 #include "server.h"
 #include "train_worker.h"
-#include "writable_dir.h"
+#include "writable_dir.h"  // (apps/common)
 
 int main(int argc, char** argv) {
   asyncps::MpiEnvironment mpi(&argc, &argv);
@@ -26,9 +26,9 @@ int main(int argc, char** argv) {
     const auto config = mnist_async::parse_config(argc, argv, /*print_help=*/rank == 0);
     if (!config) return 0;  // --help
     if (config->eval_only) return rank == 0 ? mnist_async::run_eval(*config) : 0;
-    mnist_async::check_writable_dir(config->logdir, "--logdir");  // every rank: its host's logdir
+    app_cli::check_writable_dir(config->logdir, "--logdir");  // every rank: its host's logdir
     if (!config->export_dir.empty() && rank == config->library.num_servers)  // the chief exports at the end: fail now
-      mnist_async::check_writable_dir(config->export_dir, "--export_dir");
+      app_cli::check_writable_dir(config->export_dir, "--export_dir");
     asyncps::Session session(MPI_COMM_WORLD, mnist_async::mnist_layout(), config->library);
     // exit code 3 on every rank when a worker halted the job (--halt_on_nonfinite), 143 when
     // SIGTERM stopped it (after the final checkpoint)

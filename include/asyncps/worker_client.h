@@ -88,6 +88,10 @@ class WorkerClient {
 
   const WorkerStats& stats() const noexcept;
   int worker_index() const noexcept;
+  // Whether the job restored a checkpoint (Options::checkpoint: the constructor, collective,
+  // restores it on every rank), and the global step it resumed from (0 when none).
+  bool restored() const noexcept;
+  std::int64_t restored_step() const noexcept;
 
   // What the library's layers above the transport (StepLoop, ShadowStore) build on: the
   // windows' channel, the control block, the statistics. An opaque type outside the library.

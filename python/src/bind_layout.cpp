@@ -166,10 +166,20 @@ void bind_layout(py::module_& m) {
         d["num_servers"] = c.num_servers;
         d["params"] = to_numpy(c.params);
         d["shadow"] = c.shadow.empty() ? py::object(py::none()) : py::object(to_numpy(c.shadow));
+        py::dict tables;  // name -> {'values': (rows, dim), 'accumulators': (rows,) or None}
+        for (const auto& t : c.tables) {
+          py::dict one;
+          py::array_t<float> values = to_numpy(t.values);
+          one["values"] = values.reshape({static_cast<py::ssize_t>(t.rows), static_cast<py::ssize_t>(t.dim)});
+          one["accumulators"] = t.accumulators.empty() ? py::object(py::none()) : py::object(to_numpy(t.accumulators));
+          tables[py::str(t.name)] = one;
+        }
+        d["tables"] = tables;
         return d;
       },
       py::arg("index"), py::arg("layout"),
-      "Reads and verifies a whole checkpoint: {'global_step', 'num_servers', 'params', 'shadow' (or None)}. "
+      "Reads and verifies a whole checkpoint: {'global_step', 'num_servers', 'params', 'shadow' (or None), "
+      "'tables': {name: {'values': (rows, dim) array, 'accumulators': (rows,) array for Adagrad, else None}}}. "
       "CheckpointError names the file and the problem.");
   m.def(
       "list_checkpoints",
@@ -194,6 +204,18 @@ void bind_layout(py::module_& m) {
         asyncps::export_npy(dir, layout, copy);
       },
       py::arg("dir"), py::arg("layout"), py::arg("arena"), "Writes each tensor of the arena as <dir>/<name>.npy.");
+  m.def(
+      "export_checkpoint_npy",
+      [](py::handle dir_arg, py::handle layout_obj, py::handle index_arg) {
+        const std::filesystem::path dir = path_arg(dir_arg, "export_checkpoint_npy", "dir");
+        const asyncps::ParamLayout layout = layout_arg(layout_obj, "export_checkpoint_npy");
+        const std::filesystem::path index = path_arg(index_arg, "export_checkpoint_npy", "index");
+        py::gil_scoped_release unlocked;
+        asyncps::export_checkpoint_npy(dir, layout, asyncps::read_checkpoint(index, layout));
+      },
+      py::arg("dir"), py::arg("layout"), py::arg("index"),
+      "Reads the checkpoint `index` (read_checkpoint's checks) and writes each tensor as <dir>/<name>.npy and each "
+      "embedding table as <dir>/<table>.npy (rows, dim), with <dir>/<table>.accumulator.npy for Adagrad.");
 }
 
 }  // namespace asyncps_python

@@ -214,6 +214,12 @@ void bind_worker(py::module_& m) {
       .def_property_readonly("worker_index", [](const WorkerHandle& h) {
         return h.get("WorkerClient.worker_index", true).worker_index();
       })
+      .def_property_readonly(
+          "restored", [](const WorkerHandle& h) { return h.get("WorkerClient.restored", true).restored(); },
+          "whether the job restored a checkpoint")
+      .def_property_readonly(
+          "restored_step", [](const WorkerHandle& h) { return h.get("WorkerClient.restored_step", true).restored_step(); },
+          "the global step the job resumed from (0 when it restored none)")
       // ---- the step loop (the mode, the non-finite guard, staleness)
       .def(
           "begin_step",

@@ -723,20 +723,20 @@ TEST_CASE("a server's load of its range reports any failure as a reason, never a
   const detail::Index idx = detail::read_index(detail::index_path(d.path, 8));
   const Shard mine{0, 5, 12};  // spans both shards of the 2-server save
   detail::RestoredShard out;
-  CHECK(detail::load_range(idx, d.path, layout, mine, out) == "");
+  CHECK(detail::load_range(idx, d.path, layout, mine, RowPlan(), 0, out) == "");
   CHECK(out.params == std::vector<float>(p.begin() + 5, p.begin() + 17));
   CHECK(out.shadow == std::vector<float>(s.begin() + 5, s.begin() + 17));
   CHECK(out.has_shadow);
-  const auto fails = detail::load_range(idx, d.path, layout, mine, out, [](const fs::path& f, const ParamLayout& l) {
+  const auto fails = detail::load_range(idx, d.path, layout, mine, RowPlan(), 0, out, [](const fs::path& f, const ParamLayout& l) {
     if (f.filename() == "ckpt-8.shard-1-of-2") throw std::bad_alloc();
     return detail::read_shard(f, l);
   });
   CHECK(fails == detail::shard_path(d.path, 8, 1, 2).string() + ": std::bad_alloc");
   fs::resize_file(detail::shard_path(d.path, 8, 0, 2), k64GiB);
   AddressSpaceCap cap;
-  CHECK_THAT(detail::load_range(idx, d.path, layout, mine, out),
+  CHECK_THAT(detail::load_range(idx, d.path, layout, mine, RowPlan(), 0, out),
              Catch::StartsWith(detail::shard_path(d.path, 8, 0, 2).string() + ": 68719476736 bytes"));
-  CHECK_THAT(detail::load_range(idx, d.path, layout, Shard{0, 20, 5}, out), Catch::Contains("outside"));
+  CHECK_THAT(detail::load_range(idx, d.path, layout, Shard{0, 20, 5}, RowPlan(), 0, out), Catch::Contains("outside"));
 }
 
 TEST_CASE("listing, pruning and moving aside never throw for a directory that is missing or not a directory",

@@ -2,17 +2,22 @@
 // every worker; concurrent row pushes from 2 workers (duplicate keys within a batch, keys that
 // share a row, rows on both servers, runs cut at the servers' boundary) sum exactly; a
 // non-finite gradient sends nothing; row-wise Adagrad does what its formula says; and the calls
-// refuse bad sizes, scales and calls after drain() with one message. (np4: 2 servers + 2 workers;
-// np3 and the pt2pt/TCP variants run it with 1 server.)
+// refuse bad sizes, scales and calls after drain() with one message; a job's tables (rows and
+// Adagrad accumulators) are in its checkpoint and restore on another number of servers. (np4: 2
+// servers + 2 workers; np3 and the pt2pt/TCP variants run it with 1 server.)
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <filesystem>
 #include <cstdlib>
 #include <limits>
 #include <map>
 #include <thread>
 #include <vector>
 
+#include <stdlib.h>
+
+#include "asyncps/checkpoint.h"
 #include "asyncps/embedding_table.h"
 #include "asyncps/error.h"
 #include "asyncps/parameter_server.h"
@@ -207,9 +212,103 @@ TEST_CASE("row-wise Adagrad follows its formula on one worker's rows", "[mpi][em
   }
 }
 
-TEST_CASE("a job with tables and checkpoints is refused on every rank (checkpoints hold no tables yet)", "[mpi][embedding]") {
+namespace {
+// One job of the checkpoint test: `servers` servers, the checkpoint directory `dir` (its final
+// save at the end). `work` runs on worker 0 (world rank `servers`) between the tables' creation
+// and finish(); `restored` is what ParameterServer::restored() said on the servers.
+template <class Work>
+void table_job(int servers, const std::string& dir, Work work, bool* restored = nullptr) {
   Options o;
-  o.num_servers = 1;
-  o.checkpoint.dir = "/tmp/asyncps-embedding-ckpt-refused";
-  CHECK_THROWS_WITH(Session(MPI_COMM_WORLD, table_layout(), o), Catch::Contains("checkpoints do not hold embedding tables"));
+  o.num_servers = servers;
+  o.checkpoint.dir = dir;
+  o.checkpoint.save_secs = 0;  // the final save only
+  Session session(MPI_COMM_WORLD, table_layout(), o);
+  if (session.roles().is_server()) {
+    ParameterServer ps(session, std::vector<float>{0.f});
+    if (restored) *restored = ps.restored();
+    ps.serve();
+    return;
+  }
+  WorkerClient w(session);
+  EmbeddingTable sum(w, "sum"), ada(w, "ada");
+  if (w.worker_index() == 0) {
+    work(w, sum, ada);
+    const std::vector<float> one{1.f};
+    w.push(one, 1.f);  // a step: the job's end saves
+    w.next_step();
+  }
+  w.finish();
+}
+}  // namespace
+
+TEST_CASE("tables survive a checkpoint: rows and Adagrad accumulators restore on another number of servers",
+          "[mpi][embedding][checkpoint]") {
+  int rank = 0, size = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  // saved by 2 servers and restored by 1 (np4), or saved by 1 and restored by 2 (np3)
+  const int first = std::getenv("ASYNCPS_TEST_SERVERS") ? std::atoi(std::getenv("ASYNCPS_TEST_SERVERS")) : 2;
+  const int second = first == 1 ? 2 : 1;
+  char dir[64] = "/tmp/asyncps-table-ckpt-XXXXXX";
+  if (rank == 0 && !::mkdtemp(dir)) dir[0] = '\0';
+  MPI_Bcast(dir, sizeof dir, MPI_CHAR, 0, MPI_COMM_WORLD);
+  REQUIRE(dir[0] != '\0');
+  const std::vector<std::uint64_t> keys = {5, 77, 123456, 999, 3, 4242};  // rows on every server
+  const std::size_t n_sum = keys.size() * kDim, n_ada = keys.size() * 3;
+  std::vector<float> sum_before(n_sum), ada_before(n_ada);
+  table_job(first, dir, [&](WorkerClient&, EmbeddingTable& sum, EmbeddingTable& ada) {
+    std::vector<float> g(n_sum), ga(n_ada);
+    for (std::size_t i = 0; i < g.size(); ++i) g[i] = static_cast<float>(i % 7) + 0.5f;
+    for (std::size_t i = 0; i < ga.size(); ++i) ga[i] = 0.1f * static_cast<float>(i % 5) - 0.2f;
+    for (int p = 0; p < 3; ++p) {
+      sum.push_rows(keys, g, 1.f);
+      ada.push_rows(keys, ga, -0.05f);
+    }
+    sum.pull_rows(keys, sum_before);
+    ada.pull_rows(keys, ada_before);
+  });
+  MPI_Bcast(sum_before.data(), static_cast<int>(n_sum), MPI_FLOAT, first, MPI_COMM_WORLD);
+  MPI_Bcast(ada_before.data(), static_cast<int>(n_ada), MPI_FLOAT, first, MPI_COMM_WORLD);
+  // every rank reads the final save: what it holds is what worker 0 pulled
+  const auto saved = list_checkpoints(dir);
+  REQUIRE(saved.size() == 1);
+  const CheckpointData c = read_checkpoint(saved.front(), table_layout());
+  CHECK(c.num_servers == first);
+  REQUIRE(c.tables.size() == 2);
+  bool same = true;
+  for (std::size_t k = 0; k < keys.size(); ++k) {
+    const std::uint64_t r_sum = table_row(keys[k], kRows), r_ada = table_row(keys[k], 97);
+    for (int col = 0; col < kDim; ++col) same = same && c.tables[0].values[r_sum * kDim + col] == sum_before[k * kDim + col];
+    for (int col = 0; col < 3; ++col) same = same && c.tables[1].values[r_ada * 3 + col] == ada_before[k * 3 + col];
+  }
+  CHECK(same);
+  const std::uint64_t r5 = table_row(5, 97);
+  CHECK(c.tables[1].accumulators[r5] > 0.25f);  // (3 pushes added g^2 to it)
+
+  // the second job restores it on the other number of servers
+  std::vector<float> sum_after(n_sum), ada_after(n_ada), ada_stepped(3);
+  bool restored = false;
+  table_job(second, dir, [&](WorkerClient&, EmbeddingTable& sum, EmbeddingTable& ada) {
+    sum.pull_rows(keys, sum_after);
+    ada.pull_rows(keys, ada_after);
+    const std::vector<std::uint64_t> k5 = {5};
+    const std::vector<float> g5 = {0.3f, -0.6f, 0.9f};
+    ada.push_rows(k5, g5, -0.1f);  // uses the restored accumulator
+    ada.pull_rows(k5, ada_stepped);
+  }, &restored);
+  int worker0 = second;
+  MPI_Bcast(sum_after.data(), static_cast<int>(n_sum), MPI_FLOAT, worker0, MPI_COMM_WORLD);
+  MPI_Bcast(ada_after.data(), static_cast<int>(n_ada), MPI_FLOAT, worker0, MPI_COMM_WORLD);
+  MPI_Bcast(ada_stepped.data(), 3, MPI_FLOAT, worker0, MPI_COMM_WORLD);
+  if (rank < second) CHECK(restored);
+  CHECK(sum_after == sum_before);
+  CHECK(ada_after == ada_before);
+  // Adagrad after the restore: acc' = acc + mean(g^2); row += -0.1 g / (sqrt(acc') + 1e-8)
+  const double acc = c.tables[1].accumulators[r5] + (0.09 + 0.36 + 0.81) / 3;
+  const double g5[3] = {0.3, -0.6, 0.9};
+  for (int col = 0; col < 3; ++col)
+    CHECK(ada_stepped[static_cast<std::size_t>(col)] ==
+          Approx(c.tables[1].values[r5 * 3 + col] - 0.1 * g5[col] / (std::sqrt(acc) + 1e-8)).epsilon(1e-5));
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (rank == 0) std::filesystem::remove_all(dir);
 }

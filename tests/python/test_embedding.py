@@ -111,10 +111,6 @@ check((ada_info.rows, ada_info.dim, ada_info.optimizer, ada_info.stride, ada_inf
       (64, DIM, "adagrad", DIM + 1, 0.25), f"TableInfo of ada: {ada_info!r}")
 check(layout.size == 8 and "3 tables" in repr(layout), f"the tables are outside the arena: {layout!r}")
 
-# ---- tables and checkpoints: refused on every rank alike (checkpoints hold no tables yet)
-refused(asyncps.ConfigError, lambda: asyncps.Session(layout, checkpoint_dir="/tmp/asyncps-tables-ckpt"), "",
-        "Session(tables, checkpoint_dir)")
-
 session = asyncps.Session(layout, num_servers=1)
 if session.is_server:
     asyncps.ParameterServer(session, np.zeros(8, np.float32)).serve()

@@ -1,4 +1,4 @@
-// defines: read_checkpoint, list_checkpoints, export_npy
+// defines: read_checkpoint, list_checkpoints, export_npy, export_checkpoint_npy
 #include "asyncps/checkpoint.h"
 
 #include <algorithm>
@@ -7,6 +7,7 @@
 
 #include "asyncps/error.h"
 #include "asyncps/limits.h"
+#include "asyncps/roles.h"
 #include "checkpoint/checkpoint_format.h"
 
 namespace asyncps {
@@ -26,16 +27,44 @@ CheckpointData read_checkpoint(const std::filesystem::path& index_file, const Pa
   out.params.assign(layout.size(), 0.f);
   bool all_shadow = true;
   std::vector<float> shadow(layout.size(), 0.f);
+  const auto& tables = layout.tables();
+  // (index.num_servers >= 1: parse_index; its entries are servers 0..S-1 in order)
+  const RowPlan plan = tables.empty() ? RowPlan() : RowPlan(layout, static_cast<int>(index.num_servers));
+  for (const auto& t : tables) {
+    TableData d;
+    d.name = t.name;
+    d.rows = t.spec.rows;
+    d.dim = t.spec.dim;
+    d.values.assign(static_cast<std::size_t>(t.spec.rows) * static_cast<std::size_t>(t.spec.dim), 0.f);
+    if (t.spec.optimizer == RowOptimizer::Adagrad) d.accumulators.assign(static_cast<std::size_t>(t.spec.rows), 0.f);
+    out.tables.push_back(std::move(d));
+  }
   // (the index's shards tile its arena, which is this layout's: every copy below stays inside)
-  for (const auto& e : index.shards) {
+  for (std::size_t k = 0; k < index.shards.size(); ++k) {
+    const auto& e = index.shards[k];
     const auto file = index_file.parent_path() / e.file;  // a plain name (parse_index)
     const detail::ShardFile s = detail::read_shard(file, layout);
-    if (s.checksum != e.checksum || s.header.offset != e.offset || s.header.count != e.count)
+    const int server = static_cast<int>(k);
+    if (s.checksum != e.checksum || s.header.offset != e.offset || s.header.count != e.count ||
+        s.header.server != k || s.header.num_servers != index.num_servers ||
+        s.rows.size() != (tables.empty() ? 0 : plan.server_floats(server)))
       throw CheckpointError(file.string() + ": does not match its index " + index_file.filename().string() +
                             " (a shard of another save)");
     std::copy(s.params.begin(), s.params.end(), out.params.begin() + static_cast<std::ptrdiff_t>(e.offset));
     if (s.shadow.empty()) all_shadow = false;
     else std::copy(s.shadow.begin(), s.shadow.end(), shadow.begin() + static_cast<std::ptrdiff_t>(e.offset));
+    // this server's rows of each table: [first_row, + rows) of stride floats, values then accumulator
+    for (std::size_t t = 0; t < tables.size(); ++t) {
+      const RowPlan::Part& part = plan.part(t, server);
+      const auto dim = static_cast<std::size_t>(tables[t].spec.dim), stride = static_cast<std::size_t>(plan.stride(t));
+      const float* src = s.rows.data() + part.offset;
+      TableData& d = out.tables[t];
+      for (std::uint64_t i = 0; i < part.rows; ++i, src += stride) {
+        const auto row = static_cast<std::size_t>(part.first_row + i);
+        std::copy_n(src, dim, d.values.begin() + static_cast<std::ptrdiff_t>(row * dim));
+        if (!d.accumulators.empty()) d.accumulators[row] = src[dim];
+      }
+    }
   }
   if (all_shadow) out.shadow = std::move(shadow);
   return out;
@@ -57,40 +86,95 @@ std::vector<std::filesystem::path> list_checkpoints(const std::filesystem::path&
   return out;
 }
 
-void export_npy(const std::filesystem::path& dir, const ParamLayout& layout, const std::vector<float>& arena) {
-  if (arena.size() != layout.size()) throw Error("export_npy: the arena does not match the layout");
-  // every name becomes a file name in `dir`: all are checked before anything is written
-  for (const auto& t : layout.tensors()) {
-    if (auto p = limits::tensor_name_problem(t.name); !p.empty())
-      throw ConfigError("export_npy: a tensor name " + p + "; nothing exported");
-    if (t.name.size() + 4 > kMaxFileNameBytes)
-      throw ConfigError("export_npy: tensor '" + t.name + "': '" + t.name + ".npy' would be " +
-                        std::to_string(t.name.size() + 4) + " bytes, more than a file name can be (" +
-                        std::to_string(kMaxFileNameBytes) + "); nothing exported");
-    if (t.offset > arena.size() || t.size > arena.size() - t.offset)
-      throw Error("export_npy: tensor '" + t.name + "' lies outside the arena");
+namespace {
+
+// One .npy file to write: its name in the directory, its shape, its floats.
+struct NpyFile {
+  std::string name;
+  std::vector<std::int64_t> shape;
+  const float* data = nullptr;
+  std::size_t size = 0;
+};
+
+// NPY 1.0: magic, version, little-endian header length, a Python dict padded to 64 bytes, the data.
+std::string npy_bytes(const NpyFile& f) {
+  std::string shape = "(";
+  for (auto d : f.shape) shape += std::to_string(d) + ",";
+  if (f.shape.size() > 1) shape.pop_back();
+  shape += ")";
+  std::string dict = "{'descr': '<f4', 'fortran_order': False, 'shape': " + shape + ", }";
+  const std::size_t unpadded = 10 + dict.size() + 1;
+  dict += std::string((64 - unpadded % 64) % 64, ' ') + "\n";
+  std::string bytes = std::string("\x93NUMPY\x01\x00", 8);
+  const auto len = static_cast<std::uint16_t>(dict.size());
+  bytes += static_cast<char>(len & 0xff);
+  bytes += static_cast<char>(len >> 8);
+  bytes += dict;
+  bytes.append(reinterpret_cast<const char*>(f.data), f.size * sizeof(float));
+  return bytes;
+}
+
+// Checks every file name first (valid, fits a file name, no two alike), then writes them all.
+void write_npy_files(const std::filesystem::path& dir, const std::vector<NpyFile>& files) {
+  std::vector<std::string> names;
+  for (const auto& f : files) {
+    const std::string stem = f.name.substr(0, f.name.size() - 4);  // (every name ends in ".npy")
+    if (auto p = limits::tensor_name_problem(stem); !p.empty())
+      throw ConfigError("export_npy: a tensor or table name " + p + "; nothing exported");
+    if (f.name.size() > kMaxFileNameBytes)
+      throw ConfigError("export_npy: '" + f.name + "' would be " + std::to_string(f.name.size()) +
+                        " bytes, more than a file name can be (" + std::to_string(kMaxFileNameBytes) +
+                        "); nothing exported");
+    names.push_back(f.name);
   }
+  std::sort(names.begin(), names.end());
+  if (const auto dup = std::adjacent_find(names.begin(), names.end()); dup != names.end())
+    throw ConfigError("export_npy: two arrays would both be written as '" + *dup +
+                      "' (a tensor named like a table's accumulator); nothing exported");
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) throw Error(dir.string() + ": cannot create it: " + ec.message());
+  // (a temporary name of its own: "<name>.npy.tmp" could exceed a file name's length)
+  for (const auto& f : files) detail::write_file_atomically(dir / f.name, npy_bytes(f), dir / ".export-npy.tmp");
+}
+
+std::vector<NpyFile> tensor_files(const ParamLayout& layout, const std::vector<float>& arena) {
+  if (arena.size() != layout.size()) throw Error("export_npy: the arena does not match the layout");
+  std::vector<NpyFile> files;
   for (const auto& t : layout.tensors()) {
-    // NPY 1.0: magic, version, little-endian header length, a Python dict padded to 64 bytes
-    std::string shape = "(";
-    for (auto d : t.shape) shape += std::to_string(d) + ",";
-    if (t.shape.size() > 1) shape.pop_back();
-    shape += ")";
-    std::string dict = "{'descr': '<f4', 'fortran_order': False, 'shape': " + shape + ", }";
-    const std::size_t unpadded = 10 + dict.size() + 1;
-    dict += std::string((64 - unpadded % 64) % 64, ' ') + "\n";
-    std::string bytes = std::string("\x93NUMPY\x01\x00", 8);
-    const auto len = static_cast<std::uint16_t>(dict.size());
-    bytes += static_cast<char>(len & 0xff);
-    bytes += static_cast<char>(len >> 8);
-    bytes += dict;
-    bytes.append(reinterpret_cast<const char*>(arena.data() + t.offset), t.size * sizeof(float));
-    // (a temporary name of its own: "<name>.npy.tmp" could exceed a file name's length)
-    detail::write_file_atomically(dir / (t.name + ".npy"), bytes, dir / ".export-npy.tmp");
+    if (t.offset > arena.size() || t.size > arena.size() - t.offset)
+      throw Error("export_npy: tensor '" + t.name + "' lies outside the arena");
+    files.push_back({t.name + ".npy", t.shape, arena.data() + t.offset, t.size});
   }
+  return files;
+}
+
+}  // namespace
+
+void export_npy(const std::filesystem::path& dir, const ParamLayout& layout, const std::vector<float>& arena) {
+  write_npy_files(dir, tensor_files(layout, arena));
+}
+
+void export_checkpoint_npy(const std::filesystem::path& dir, const ParamLayout& layout, const CheckpointData& ckpt) {
+  std::vector<NpyFile> files = tensor_files(layout, ckpt.params);
+  const auto& tables = layout.tables();
+  if (ckpt.tables.size() != tables.size())
+    throw Error("export_checkpoint_npy: the checkpoint holds " + std::to_string(ckpt.tables.size()) + " tables, the layout " +
+                std::to_string(tables.size()));
+  for (std::size_t t = 0; t < tables.size(); ++t) {
+    const TableInfo& info = tables[t];
+    const TableData& d = ckpt.tables[t];
+    const auto rows = static_cast<std::size_t>(info.spec.rows), dim = static_cast<std::size_t>(info.spec.dim);
+    const bool adagrad = info.spec.optimizer == RowOptimizer::Adagrad;
+    if (d.name != info.name || d.rows != info.spec.rows || d.dim != info.spec.dim || d.values.size() != rows * dim ||
+        d.accumulators.size() != (adagrad ? rows : 0))
+      throw Error("export_checkpoint_npy: table '" + info.name + "' of the checkpoint does not match the layout");
+    files.push_back({info.name + ".npy", {static_cast<std::int64_t>(rows), static_cast<std::int64_t>(dim)}, d.values.data(),
+                     d.values.size()});
+    if (adagrad)
+      files.push_back({info.name + ".accumulator.npy", {static_cast<std::int64_t>(rows)}, d.accumulators.data(), rows});
+  }
+  write_npy_files(dir, files);
 }
 
 }  // namespace asyncps

@@ -17,6 +17,7 @@
 #include <sstream>
 
 #include "asyncps/error.h"
+#include "asyncps/roles.h"
 
 namespace asyncps::detail {
 
@@ -125,6 +126,13 @@ class Reader {
     if (pos_ != data_.size()) fail("trailing bytes after the checksum (damaged)");
     if (checksum64(data_.data(), content) != stored) fail("checksum mismatch (the file is damaged)");
     return stored;
+  }
+  // The same for a file whose content is not read to its end: the last 8 bytes are the checksum.
+  void verify_checksum_of_all() const {
+    if (data_.size() < 8) fail("truncated: the file ends inside its header");
+    std::uint64_t stored;
+    std::memcpy(&stored, data_.data() + data_.size() - 8, 8);
+    if (checksum64(data_.data(), data_.size() - 8) != stored) fail("checksum mismatch (the file is damaged)");
   }
   [[noreturn]] void fail(const std::string& problem) const { throw CheckpointError(file_.string() + ": " + problem); }
 
@@ -339,15 +347,28 @@ std::uint64_t tensor_table_bytes(const ParamLayout& layout) {
   return bytes;
 }
 
+std::uint64_t max_rows_section_bytes(const ParamLayout& layout) {
+  const auto& tables = layout.tables();
+  if (tables.empty()) return 0;
+  if (tables.size() > limits::kMaxTables)
+    throw CheckpointError("the layout has " + std::to_string(tables.size()) + " tables, more than a checkpoint holds (" +
+                          std::to_string(limits::kMaxTables) + ")");
+  std::uint64_t bytes = 4;  // the count
+  for (const auto& t : tables)
+    bytes = add(bytes, add(20, mul(mul(t.spec.rows, static_cast<std::uint64_t>(t.stride())), sizeof(float))));
+  return bytes;
+}
+
 std::uint64_t max_shard_bytes(const ParamLayout& layout, std::uint64_t count) {
   count = std::min<std::uint64_t>(count, layout.size());
-  return add(add(kShardHeaderBytes, tensor_table_bytes(layout)), add(mul(2 * sizeof(float), count), 8));
+  return add(add(add(kShardHeaderBytes, tensor_table_bytes(layout)), add(mul(2 * sizeof(float), count), 8)),
+             max_rows_section_bytes(layout));
 }
 
 std::string encode_shard(const ShardHeader& h, const ParamLayout& layout, std::span<const float> params,
-                         std::span<const float> shadow) {
+                         std::span<const float> shadow, std::span<const float> rows) {
   Writer w;
-  w.reserve(kShardHeaderBytes + params.size_bytes() + shadow.size_bytes() + 1024);
+  w.reserve(kShardHeaderBytes + params.size_bytes() + shadow.size_bytes() + rows.size_bytes() + 1024);
   w.bytes(kShardMagic, 8);
   w.put<std::uint32_t>(kFormatVersion);
   w.put<std::uint32_t>(shadow.empty() ? 0 : 1);
@@ -361,11 +382,32 @@ std::string encode_shard(const ShardHeader& h, const ParamLayout& layout, std::s
   write_tensor_table(w, layout);
   w.floats(params);
   if (!shadow.empty()) w.floats(shadow);
+  if (!layout.tables().empty()) {  // the rows section: each table's part, then the floats
+    const bool planned = h.num_servers >= 1 && h.server < h.num_servers;  // (unchecked here: a crafted header)
+    const RowPlan plan = planned ? RowPlan(layout, static_cast<int>(h.num_servers)) : RowPlan();
+    w.put<std::uint32_t>(static_cast<std::uint32_t>(layout.tables().size()));
+    for (std::size_t t = 0; t < layout.tables().size(); ++t) {
+      const RowPlan::Part part = planned ? plan.part(t, static_cast<int>(h.server)) : RowPlan::Part{};
+      w.put<std::uint64_t>(part.first_row);
+      w.put<std::uint64_t>(part.rows);
+      w.put<std::uint32_t>(static_cast<std::uint32_t>(layout.tables()[t].stride()));
+    }
+    w.floats(rows);
+  }
   return w.finish();
 }
 
+namespace {
+// The floats server `server` of `num_servers` holds for every table of `layout` (0 without tables).
+std::uint64_t server_row_floats(const ParamLayout& layout, std::uint32_t num_servers, std::uint32_t server) {
+  if (layout.tables().empty()) return 0;
+  return RowPlan(layout, static_cast<int>(num_servers)).server_floats(static_cast<int>(server));
+}
+}  // namespace
+
 std::uint64_t write_shard(const fs::path& dir, const ShardHeader& h, const ParamLayout& layout,
-                          std::span<const float> params, std::span<const float> shadow, bool final_save) {
+                          std::span<const float> params, std::span<const float> shadow, std::span<const float> rows,
+                          bool final_save) {
   const int server = static_cast<int>(std::min<std::uint32_t>(h.server, limits::kMaxServers));
   const int servers = static_cast<int>(std::min<std::uint32_t>(h.num_servers, limits::kMaxServers));
   const fs::path file = final_save ? final_shard_path(dir, h.step, server, servers) : shard_path(dir, h.step, server, servers);
@@ -379,12 +421,16 @@ std::uint64_t write_shard(const fs::path& dir, const ShardHeader& h, const Param
   if (params.size() != h.count || (!shadow.empty() && shadow.size() != h.count))
     refuse("the parameters or the shadow do not hold the header's count of floats");
   try {
-    tensor_table_bytes(layout);  // throws for a tensor a reader would refuse
+    tensor_table_bytes(layout);  // throw for a tensor or a table a reader would refuse
+    max_rows_section_bytes(layout);
   } catch (const CheckpointError& e) {
     refuse(e.what());
   }
+  if (const std::uint64_t want = server_row_floats(layout, h.num_servers, h.server); rows.size() != want)
+    refuse("the embedding tables' rows are " + std::to_string(rows.size()) + " floats, server " + std::to_string(h.server) +
+           " of " + std::to_string(h.num_servers) + " holds " + std::to_string(want));
   try {
-    const std::string bytes = encode_shard(h, layout, params, shadow);
+    const std::string bytes = encode_shard(h, layout, params, shadow, rows);
     std::uint64_t sum;
     std::memcpy(&sum, bytes.data() + bytes.size() - 8, 8);
     write_file_atomically(file, bytes);
@@ -435,10 +481,37 @@ ShardFile parse_shard(const std::string& data, const fs::path& file, const Param
       if (auto p = tensor_problem(name, nd); !p.empty()) r.fail(p + " (damaged header)");
       r.skip(8ull * nd + 16);  // dims, offset, size
     }
+    if (h.layout_hash != layout.hash() || h.arena != layout.size()) {
+      // another model's file: its sections are not this layout's to read (a damaged one is named so)
+      r.verify_checksum_of_all();
+      r.fail(foreign_layout(h.layout_hash, h.arena, layout));
+    }
     s.params = r.floats(h.count);
     if (has_shadow) s.shadow = r.floats(h.count);
+    if (!layout.tables().empty()) {
+      // the rows section: the parts must be this server's share of each table, as RowPlan
+      // places it for the header's number of servers (bounded by max_rows_section_bytes above)
+      const auto& tables = layout.tables();
+      const auto n = r.get<std::uint32_t>();
+      if (n != tables.size())
+        r.fail("a rows section of " + std::to_string(n) + " tables, the layout has " + std::to_string(tables.size()) +
+               " (damaged)");
+      const RowPlan plan(layout, static_cast<int>(h.num_servers));
+      std::uint64_t floats = 0;
+      for (std::size_t t = 0; t < tables.size(); ++t) {
+        const auto first = r.get<std::uint64_t>(), rows = r.get<std::uint64_t>();
+        const auto stride = r.get<std::uint32_t>();
+        const RowPlan::Part& want = plan.part(t, static_cast<int>(h.server));
+        if (first != want.first_row || rows != want.rows || stride != static_cast<std::uint32_t>(tables[t].stride()))
+          r.fail("table '" + tables[t].name + "': rows [" + std::to_string(first) + ", +" + std::to_string(rows) +
+                 ") of stride " + std::to_string(stride) + ", server " + std::to_string(h.server) + " of " +
+                 std::to_string(h.num_servers) + " holds [" + std::to_string(want.first_row) + ", +" +
+                 std::to_string(want.rows) + ") of stride " + std::to_string(tables[t].stride()) + " (damaged)");
+        floats += rows * static_cast<std::uint64_t>(stride);  // (rows <= the table's, stride <= kMaxTableDim + 1)
+      }
+      s.rows = r.floats(floats);
+    }
     s.checksum = r.verify_checksum();
-    if (h.layout_hash != layout.hash() || h.arena != layout.size()) r.fail(foreign_layout(h.layout_hash, h.arena, layout));
     return s;
   } catch (const CheckpointError&) {
     throw;

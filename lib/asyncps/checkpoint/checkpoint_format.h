@@ -26,6 +26,10 @@ struct ShardHeader {
 struct ShardFile {
   ShardHeader header;
   std::vector<float> params, shadow;  // shadow empty if none was saved
+  // Where the layout has embedding tables: the writing server's rows of every table, as its row
+  // window holds them (RowPlan(layout, num_servers): table after table, row after row of
+  // TableInfo::stride() floats, each row's Adagrad accumulator after its values); else empty.
+  std::vector<float> rows;
   std::uint64_t checksum = 0;
 };
 
@@ -74,18 +78,26 @@ inline constexpr std::uint64_t kMaxIndexBytes =
     kIndexHeaderBytes + static_cast<std::uint64_t>(limits::kMaxServers) * kIndexEntryBytes + 8;
 // The bytes of `layout`'s tensor table; throws CheckpointError if a tensor is one a reader refuses.
 std::uint64_t tensor_table_bytes(const ParamLayout& layout);
+// The bytes of the rows section of a layout's shards, at most (every row of every table: one
+// server holds them all); 0 without tables. Throws CheckpointError if a table is one a reader
+// refuses (more than limits::kMaxTables).
+std::uint64_t max_rows_section_bytes(const ParamLayout& layout);
 // The largest shard file of `layout` holding `count` floats (params and shadow): header, tensor
-// table, 2 x count floats, checksum. `count` above the arena counts as the arena.
+// table, 2 x count floats, the rows section, checksum. `count` above the arena counts as the arena.
 std::uint64_t max_shard_bytes(const ParamLayout& layout, std::uint64_t count);
 
-// Writes a shard file; returns its checksum (recorded in the index). `final_save`: under
-// final_shard_path's name. Throws CheckpointError for a shard read_shard would refuse (a header
-// that does not match `layout` or the spans, a tensor outside limits.h).
+// Writes a shard file; returns its checksum (recorded in the index). `rows`: the server's rows
+// of every table (ShardFile::rows), empty without tables. `final_save`: under final_shard_path's
+// name. Throws CheckpointError for a shard read_shard would refuse (a header that does not match
+// `layout` or the spans, rows that are not the server's share, a tensor outside limits.h).
 std::uint64_t write_shard(const fs::path& dir, const ShardHeader& h, const ParamLayout& layout,
-                          std::span<const float> params, std::span<const float> shadow, bool final_save = false);
+                          std::span<const float> params, std::span<const float> shadow,
+                          std::span<const float> rows = {}, bool final_save = false);
 // The bytes write_shard writes, unchecked (tests build damaged and crafted files from them).
+// Where the layout has tables, after the shadow: the rows section (u32 table count; per table
+// u64 first row, u64 rows, u32 stride; then the floats of `rows`).
 std::string encode_shard(const ShardHeader& h, const ParamLayout& layout, std::span<const float> params,
-                         std::span<const float> shadow);
+                         std::span<const float> shadow, std::span<const float> rows = {});
 // Reads and verifies one shard file against `layout`. Throws CheckpointError naming the file.
 // Reads at most max_shard_bytes(layout, the count in its header) bytes (checked before reading).
 ShardFile read_shard(const fs::path& file, const ParamLayout& layout);

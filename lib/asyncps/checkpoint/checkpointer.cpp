@@ -136,29 +136,60 @@ Candidates find_candidates(const CheckpointOptions& co, const ParamLayout& layou
 }
 
 std::string load_range(const Index& index, const fs::path& dir, const ParamLayout& layout, const Shard& mine,
-                       RestoredShard& out, const ShardReader& read) {
+                       const RowPlan& rows, int server, RestoredShard& out, const ShardReader& read) {
   fs::path file = dir;  // the file being read, for a failure's message
   try {
     if (mine.offset > index.arena || mine.size > index.arena - mine.offset)
       return dir.string() + ": this server's range lies outside the checkpoint's arena";
+    const std::size_t tables = layout.tables().size();
+    if (tables > 0 && rows.empty()) return dir.string() + ": no row plan for the layout's tables";
     out.params.assign(mine.size, 0.f);
     out.shadow.assign(mine.size, 0.f);
+    out.rows.assign(tables > 0 ? rows.server_floats(server) : 0, 0.f);
     out.has_shadow = true;
+    // (index.num_servers >= 1: parse_index; its entries are servers 0..S-1 in order)
+    const RowPlan saved = tables > 0 ? RowPlan(layout, static_cast<int>(index.num_servers)) : RowPlan();
+    // the rows [lo, hi) of table t that saved server k and this server share
+    auto shared_rows = [&](std::size_t t, int k, std::uint64_t& lo, std::uint64_t& hi) {
+      const RowPlan::Part &a = saved.part(t, k), &b = rows.part(t, server);
+      lo = std::max(a.first_row, b.first_row);
+      hi = std::min(a.first_row + a.rows, b.first_row + b.rows);
+      return lo < hi;
+    };
     // (parse_index: the shards tile [0, arena), so every offset + count below is <= arena)
-    for (const auto& e : index.shards) {
+    for (std::size_t k = 0; k < index.shards.size(); ++k) {
+      const IndexEntry& e = index.shards[k];
+      const int ks = static_cast<int>(k);
       const std::uint64_t lo = std::max<std::uint64_t>(e.offset, mine.offset);
       const std::uint64_t hi = std::min<std::uint64_t>(e.offset + e.count, mine.offset + mine.size);
-      if (lo >= hi) continue;
+      bool rows_wanted = false;
+      for (std::size_t t = 0; t < tables && !rows_wanted; ++t) {
+        std::uint64_t a = 0, b = 0;
+        rows_wanted = shared_rows(t, ks, a, b);
+      }
+      if (lo >= hi && !rows_wanted) continue;
       file = dir / e.file;  // a plain name (parse_index)
       const ShardFile s = read ? read(file, layout) : read_shard(file, layout);
       if (s.checksum != e.checksum || s.header.offset != e.offset || s.header.count != e.count ||
-          s.params.size() != e.count || (!s.shadow.empty() && s.shadow.size() != e.count))
+          s.header.server != k || s.header.num_servers != index.num_servers || s.params.size() != e.count ||
+          (!s.shadow.empty() && s.shadow.size() != e.count) ||
+          s.rows.size() != (tables > 0 ? saved.server_floats(ks) : 0))
         return file.string() + ": does not match its index (a shard of another save)";
-      const auto from = static_cast<std::ptrdiff_t>(lo - e.offset), to = static_cast<std::ptrdiff_t>(hi - e.offset);
-      const auto at = static_cast<std::ptrdiff_t>(lo - mine.offset);
-      std::copy(s.params.begin() + from, s.params.begin() + to, out.params.begin() + at);
-      if (s.shadow.empty()) out.has_shadow = false;
-      else std::copy(s.shadow.begin() + from, s.shadow.begin() + to, out.shadow.begin() + at);
+      if (lo < hi) {
+        const auto from = static_cast<std::ptrdiff_t>(lo - e.offset), to = static_cast<std::ptrdiff_t>(hi - e.offset);
+        const auto at = static_cast<std::ptrdiff_t>(lo - mine.offset);
+        std::copy(s.params.begin() + from, s.params.begin() + to, out.params.begin() + at);
+        if (s.shadow.empty()) out.has_shadow = false;
+        else std::copy(s.shadow.begin() + from, s.shadow.begin() + to, out.shadow.begin() + at);
+      }
+      for (std::size_t t = 0; t < tables; ++t) {
+        std::uint64_t r0 = 0, r1 = 0;
+        if (!shared_rows(t, ks, r0, r1)) continue;
+        const auto stride = static_cast<std::size_t>(rows.stride(t));
+        const std::size_t src = saved.offset_of(t, ks, r0), dst = rows.offset_of(t, server, r0);
+        std::copy_n(s.rows.begin() + static_cast<std::ptrdiff_t>(src), static_cast<std::size_t>(r1 - r0) * stride,
+                    out.rows.begin() + static_cast<std::ptrdiff_t>(dst));
+      }
     }
     if (!out.has_shadow) out.shadow.clear();
     return {};
@@ -203,7 +234,8 @@ RestoredShard restore_checkpoint(const Session& session, DirLock* lock) {
     }
     RestoredShard attempt;
     if (failure.empty() && roles.is_server())
-      failure = load_range(idx, path.parent_path(), layout, session.plan().shard(roles.rank), attempt);
+      failure = load_range(idx, path.parent_path(), layout, session.plan().shard(roles.rank), session.row_plan(),
+                           roles.rank, attempt);
     const int ok = failure.empty() ? 1 : 0, shadow = !roles.is_server() || attempt.has_shadow ? 1 : 0;
     if (!failure.empty())
       failure = (roles.is_server() ? "server " : "rank ") + std::to_string(roles.rank) + " on " +
@@ -267,6 +299,8 @@ std::uint64_t ServerCheckpointer::write_my_shard(std::int64_t step, bool with_sh
   const Shard& sh = session_.plan().shard(roles.rank);
   ASYNCPS_MPI_CHECK(MPI_Win_sync(win_.params.get()));
   ASYNCPS_MPI_CHECK(MPI_Win_sync(win_.shadow.get()));
+  const bool tables = win_.rows.get() != MPI_WIN_NULL;
+  if (tables) ASYNCPS_MPI_CHECK(MPI_Win_sync(win_.rows.get()));
   ShardHeader h;
   h.layout_hash = session_.layout().hash();
   h.arena = session_.layout().size();
@@ -278,8 +312,13 @@ std::uint64_t ServerCheckpointer::write_my_shard(std::int64_t step, bool with_sh
   const std::span<const float> params(win_.params.data<float>(), sh.size);
   const std::span<const float> shadow =
       with_shadow ? std::span<const float>(win_.shadow.data<float>(), sh.size) : std::span<const float>();
+  // the tables' rows as the window holds them: Hogwild-consistent like the arena (each float
+  // whole; a row may be caught between two workers' pushes, as a pull could see it)
+  const std::span<const float> rows =
+      tables ? std::span<const float>(win_.rows.data<float>(), session_.row_plan().server_floats(roles.rank))
+             : std::span<const float>();
   sharded_.push_back(step);
-  return write_shard(session_.options().checkpoint.dir, h, session_.layout(), params, shadow, final_save);
+  return write_shard(session_.options().checkpoint.dir, h, session_.layout(), params, shadow, rows, final_save);
 }
 
 void ServerCheckpointer::request_save(std::int64_t step) {

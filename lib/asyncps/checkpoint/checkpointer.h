@@ -44,6 +44,7 @@ struct RestoredShard {
   std::int64_t step = 0;
   bool has_shadow = false;
   std::vector<float> params, shadow;  // this server's range (empty on workers)
+  std::vector<float> rows;            // this server's rows of every table (its row window), if any
   std::string from;                   // the index file
 };
 
@@ -60,12 +61,15 @@ using IndexReader = std::function<std::string(const fs::path& file, bool follow_
 Candidates find_candidates(const CheckpointOptions& co, const ParamLayout& layout, const IndexReader& read = {});
 
 // The restore's second step, on each server (no MPI): its range `mine` of checkpoint `index`
-// (whose shards are in `dir`, any number of servers wrote it) into `out`, each overlapping shard
-// read with `read` (read_shard when empty) and verified against the index. Returns why it could
-// not ("" when it could: `out` then holds the range); never throws.
+// (whose shards are in `dir`, any number of servers wrote it) into `out`, and, where the layout
+// has tables, its rows as `rows` places them for server `server` (RowPlan(layout, S) of this
+// run; the checkpoint's shards hold RowPlan(layout, index.num_servers)'s: rows move between
+// servers by row range). Each shard that overlaps is read once with `read` (read_shard when
+// empty) and verified against the index. Returns why it could not ("" when it could: `out` then
+// holds the range and the rows); never throws.
 using ShardReader = std::function<ShardFile(const fs::path& file, const ParamLayout& layout)>;
 std::string load_range(const Index& index, const fs::path& dir, const ParamLayout& layout, const Shard& mine,
-                       RestoredShard& out, const ShardReader& read = {});
+                       const RowPlan& rows, int server, RestoredShard& out, const ShardReader& read = {});
 
 // `lock` (server 0 only): takes the checkpoint directory's DirLock into it; a directory in use
 // by another job ends the restore on every rank with its holder named. A run that does not

@@ -55,6 +55,7 @@ class RankRuntime {
   Liveness& liveness() noexcept { return liveness_; }
   Timeline& timeline() noexcept { return timeline_; }
   RestoredShard& restored() noexcept { return restored_; }
+  const RestoredShard& restored() const noexcept { return restored_; }
   DirLock& dir_lock() noexcept { return dir_lock_; }
 
  private:

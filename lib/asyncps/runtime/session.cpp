@@ -110,11 +110,6 @@ void agree_valid(MPI_Comm comm, const ParamLayout& layout, const Options& option
   try {
     validate(options);
     if (layout.size() == 0) throw ConfigError("the parameter layout is empty: add at least one tensor");
-    // (the servers' checkpoints hold the dense arena and its EMA only: a restore would bring back
-    // the arena and leave the tables at their first values)
-    if (!layout.tables().empty() && !options.checkpoint.dir.empty())
-      throw ConfigError("Options::checkpoint: checkpoints do not hold embedding tables yet (layout table '" +
-                        layout.tables().front().name + "'); leave Options::checkpoint.dir empty for a job with tables");
     int rank = 0;
     MPI_Comm_rank(comm, &rank);
     if (rank == 0 && !options.timeline.empty()) check_timeline_dir(options.timeline);  // rank 0 writes it, at the end

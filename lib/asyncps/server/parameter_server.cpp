@@ -80,8 +80,9 @@ ParameterServer::ParameterServer(Session& session, std::span<const float> initia
     std::copy_n(initial.begin() + static_cast<std::ptrdiff_t>(sh.offset), sh.size, win.params.data<float>());
   if (restored.has_shadow) std::copy(restored.shadow.begin(), restored.shadow.end(), win.shadow.data<float>());
   else std::fill_n(win.shadow.data<float>(), sh.size, 0.f);
-  if (win.rows.get() != MPI_WIN_NULL) {  // the embedding tables' first values (never from a checkpoint)
-    detail::init_server_rows(session.layout(), session.row_plan(), session.roles().rank, win.rows.data<float>());
+  if (win.rows.get() != MPI_WIN_NULL) {  // the embedding tables' rows: the checkpoint's, or their first values
+    if (restored.found) std::copy(restored.rows.begin(), restored.rows.end(), win.rows.data<float>());
+    else detail::init_server_rows(session.layout(), session.row_plan(), session.roles().rank, win.rows.data<float>());
     ASYNCPS_MPI_CHECK(MPI_Win_sync(win.rows.get()));
   }
   if (session.roles().rank == detail::ControlBlock::kRank)

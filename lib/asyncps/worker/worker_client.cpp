@@ -49,6 +49,9 @@ std::optional<std::int64_t> WorkerClient::claim_step(std::int64_t limit) {
   return std::nullopt;
 }
 
+bool WorkerClient::restored() const noexcept { return impl_->restored().found; }
+std::int64_t WorkerClient::restored_step() const noexcept { return impl_->restored().found ? impl_->restored().step : 0; }
+
 std::int64_t WorkerClient::global_step() {
   impl_->enter("WorkerClient::global_step");
   return impl_->control().global_step();

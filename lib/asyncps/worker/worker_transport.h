@@ -101,6 +101,7 @@ class WorkerTransport {
   const FinalState& final_state() const noexcept { return end_.state; }
   bool drained() const noexcept { return drained_; }
   bool finished() const noexcept { return finished_; }
+  const RestoredShard& restored() const noexcept { return rt_.restored(); }
   // The compute span between a step's begin and end (the timeline's "compute").
   void begin_compute() noexcept;
   void end_compute();

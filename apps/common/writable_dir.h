@@ -1,18 +1,21 @@
-// defines: check_writable_dir
-#include "writable_dir.h"
-
+// defines: app_cli::check_writable_dir
+// The example apps' check of a directory flag (--logdir, --export_dir) before training, not after.
+#pragma once
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <string>
 
 #include "asyncps/error.h"
 
-namespace mnist_async {
+namespace app_cli {
 
-void check_writable_dir(const std::string& dir, const char* flag) {
+// Creates `dir` if needed and checks a file can be written in it; ConfigError naming `flag`
+// otherwise.
+inline void check_writable_dir(const std::string& dir, const char* flag) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) throw asyncps::ConfigError(std::string(flag) + " " + dir + ": cannot create it: " + ec.message());
@@ -23,4 +26,4 @@ void check_writable_dir(const std::string& dir, const char* flag) {
   std::filesystem::remove(probe, ec);
 }
 
-}  // namespace mnist_async
+}  // namespace app_cli
