@@ -58,10 +58,18 @@ void validate(const Config& c) {
   require(c.eval_every >= 0, "--eval_every must be >= 0, got " + std::to_string(c.eval_every));
   require(std::isfinite(c.eval_target) && c.eval_target > 0 && c.eval_target <= 1,
           "--eval_target must be in (0, 1], got " + show(c.eval_target));
-  require(c.optimizer == "sgd" || c.optimizer == "momentum",
-          "--optimizer must be sgd or momentum, got '" + c.optimizer + "'");
-  require(std::isfinite(c.momentum) && c.momentum >= 0 && c.momentum < 1,
-          "--momentum must be in [0, 1), got " + show(c.momentum));
+  const OptimizerConfig& o = c.optimizer;
+  require(o.name == "sgd" || o.name == "momentum" || o.name == "adam" || o.name == "adagrad",
+          "--optimizer must be sgd, momentum, adam or adagrad, got '" + o.name + "'");
+  require(std::isfinite(o.momentum) && o.momentum >= 0 && o.momentum < 1,
+          "--momentum must be in [0, 1), got " + show(o.momentum));
+  require(o.momentum_correction == "staleness" || o.momentum_correction == "none",
+          "--momentum_correction must be staleness or none, got '" + o.momentum_correction + "'");
+  for (const auto& [name, v] : {std::pair{"--beta1", o.beta1}, std::pair{"--beta2", o.beta2}})
+    require(std::isfinite(v) && v >= 0 && v < 1, std::string(name) + " must be in [0, 1), got " + show(v));
+  require(std::isfinite(o.epsilon) && o.epsilon > 0 && o.epsilon <= 1, "--epsilon must be in (0, 1], got " + show(o.epsilon));
+  require(std::isfinite(o.initial_accumulator) && o.initial_accumulator >= 0 && o.initial_accumulator <= 1e6,
+          "--initial_accumulator must be in [0, 1e6], got " + show(o.initial_accumulator));
   // what the library takes is checked by the library, once (with_flag_names names the flags)
   asyncps::validate(c.library);
 }
@@ -103,6 +111,7 @@ std::string with_flag_names(std::string_view library_message) {
       {"the same checkpoint directory, save interval, number kept, restart checkpoint and restore choice (Options::checkpoint)",
        "the same --logdir, --save_secs, --keep_checkpoints, --restart_from and --no_restore"},
       {"Options::num_servers", "--ps"},
+      {"Options::staleness_lr_power", "--staleness_lr_power"},
       {"Options::staleness_lr", "--staleness_lr"},
       {"Options::dc_lambda", "--dc_lambda"},
       {"Options::staleness", "--staleness"},
@@ -154,13 +163,25 @@ std::optional<Config> parse_config(int argc, char** argv, bool print_help) {
      "async (Hogwild: apply each update as it arrives) | sync (apply the mean of all workers' updates once per round) | "
      "ssp (async, but no worker runs more than --staleness steps ahead of the slowest)")
     ("staleness", po::value(&lib.staleness)->default_value(lib.staleness), "ssp: the bound s on the clock gap")
-    ("staleness_lr", po::bool_switch(&lib.staleness_lr), "scale each update by 1/max(1, staleness) (Zhang et al. 2016)")
+    ("staleness_lr", po::bool_switch(&lib.staleness_lr),
+     "scale each update by 1/max(1, staleness)^power (--staleness_lr_power; 1: Zhang et al. 2016's 1/staleness)")
+    ("staleness_lr_power", po::value(&lib.staleness_lr_power)->default_value(lib.staleness_lr_power),
+     "--staleness_lr: the power of the staleness the update is divided by (0.5: 1/sqrt(staleness))")
     ("dc_lambda", po::value(&lib.dc_lambda)->default_value(lib.dc_lambda),
      "async/ssp: delay-compensated updates (DC-ASGD, Zheng et al. 2017): push g + lambda*g*g*(w_now - w_read), "
      "one more read of the arena per step (0: off)")
-    ("optimizer", po::value(&c.optimizer)->default_value(c.optimizer),
-     "sgd (the tutorial's) | momentum (heavy ball, kept on the worker: it pushes its velocity)")
-    ("momentum", po::value(&c.momentum)->default_value(c.momentum), "--optimizer momentum: mu in [0, 1)")
+    ("optimizer", po::value(&c.optimizer.name)->default_value(c.optimizer.name),
+     "sgd (the tutorial's) | momentum (heavy ball) | adam | adagrad: the state kept on the worker, which pushes "
+     "the direction (the arena moves by -learning_rate times it)")
+    ("momentum", po::value(&c.optimizer.momentum)->default_value(c.optimizer.momentum), "--optimizer momentum: mu in [0, 1)")
+    ("momentum_correction", po::value(&c.optimizer.momentum_correction)->default_value(c.optimizer.momentum_correction),
+     "--optimizer momentum: staleness (apply mu^(1+tau), mu per global step, and push sqrt((1-mu')/(1-mu)) times the "
+     "velocity; tau the worker's mean staleness: asynchrony adds momentum itself) | none (apply mu as given)")
+    ("beta1", po::value(&c.optimizer.beta1)->default_value(c.optimizer.beta1), "--optimizer adam: the first moment's decay")
+    ("beta2", po::value(&c.optimizer.beta2)->default_value(c.optimizer.beta2), "--optimizer adam: the second moment's decay")
+    ("epsilon", po::value(&c.optimizer.epsilon)->default_value(c.optimizer.epsilon), "--optimizer adam|adagrad: added to the root")
+    ("initial_accumulator", po::value(&c.optimizer.initial_accumulator)->default_value(c.optimizer.initial_accumulator),
+     "--optimizer adagrad: every accumulator to start with")
     ("eval_every", po::value(&c.eval_every)->default_value(c.eval_every),
      "the chief snapshots the model every N global steps (a copy, off the critical path) and evaluates the "
      "snapshots on the test set after training: accuracy vs steps and wall time (0: off)")

@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "asyncps/session.h"
+#include "optimizer.h"
 
 namespace mnist_async {
 
@@ -28,10 +29,9 @@ struct Config {
   double save_summaries_secs = 60;
   int log_every = 10;
   std::int64_t train_limit = 0;  // use only the first N training examples (0 = all); signed like seed
-  std::string optimizer = "sgd";  // sgd | momentum (kept on the worker)
   std::int64_t eval_every = 0;    // the chief snapshots the model every N global steps, evaluated after training
   double eval_target = 0.91;      // ... and reports when test accuracy first reached this
-  double momentum = 0.9;
+  OptimizerConfig optimizer;      // --optimizer sgd | momentum | adam | adagrad and its flags (kept on the worker)
   double straggler_ms = 0;        // experiments: the last worker sleeps this long every step
   bool halt_on_nonfinite = false;
   std::string export_dir;

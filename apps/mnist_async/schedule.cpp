@@ -21,10 +21,23 @@ double MovingAverage::decay_at(double decay, std::int64_t n) {
   return std::min(decay, (1.0 + static_cast<double>(n)) / (10.0 + static_cast<double>(n)));
 }
 
-void MovingAverage::apply(std::span<const float> values, std::int64_t num_updates) {
+double MovingAverage::decay_over(double decay, std::int64_t from, std::int64_t to) {
+  // D = prod_{j = from+1}^{to} min(decay, (1 + j) / (10 + j))
+  double keep = 1.0;
+  std::int64_t j = from + 1;
+  // the warm-up term only matters while (1 + j) / (10 + j) < decay; past it every factor is decay
+  for (; j <= to && decay_at(decay, j) < decay; ++j) keep *= decay_at(decay, j);
+  if (j <= to) keep *= std::pow(decay, static_cast<double>(to - j + 1));
+  return keep;
+}
+
+void MovingAverage::apply(std::span<const float> values, std::int64_t global_step) {
   if (values.size() != shadow_.size()) throw asyncps::Error("MovingAverage::apply: size differs from the shadow");
-  const float one_minus_d = static_cast<float>(1.0 - decay_at(decay_, num_updates));
-  // shadow -= (1 - d) * (shadow - value)
+  const std::int64_t from = applied_ && global_step > last_ ? last_ : global_step - 1;
+  applied_ = true;
+  last_ = global_step;
+  const float one_minus_d = static_cast<float>(1.0 - decay_over(decay_, from, global_step));
+  // shadow -= (1 - D) * (shadow - value)
   for (std::size_t i = 0; i < shadow_.size(); ++i) shadow_[i] -= one_minus_d * (shadow_[i] - values[i]);
 }
 

@@ -16,7 +16,7 @@
 #include "device.h"
 #include "nn/mnist_cnn.h"
 #include "nn/mnist_cnn_layout.h"
-#include "momentum.h"
+#include "optimizer.h"
 #include "schedule.h"
 #include "evaluate.h"
 #include "process_stats.h"
@@ -72,9 +72,8 @@ int run_worker(const Config& config, asyncps::Session& session) {
   asyncps::ShadowStore shadow_store(client);  // the chief's EMA, kept on the servers for checkpoints
   client.pull(params);
   std::optional<MovingAverage> ema;
-  std::optional<Momentum> momentum;
   std::vector<Snapshot> snapshots;
-  if (config.optimizer == "momentum") momentum.emplace(session.layout().size(), config.momentum);
+  WorkerOptimizer optimizer(session.layout().size(), config.optimizer);
   if (chief) {  // a restarted job continues the average the checkpoint holds
     ema.emplace(params, config.moving_average_decay);
     if (shadow_store.load(ema->shadow())) std::printf("the chief continues the EMA from the checkpoint\n");
@@ -104,10 +103,12 @@ int run_worker(const Config& config, asyncps::Session& session) {
     add_l2(session.layout(), config.l2, params, grad);
     if (straggler) std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(config.straggler_ms));
     compute_seconds += since(t_compute);
-    // momentum: push the velocity mu*v + g (kept only if the push lands)
-    const asyncps::StepEnd landed =
-        step_loop.end_step(momentum ? momentum->propose(grad) : std::span<const float>(grad), static_cast<float>(-lr));
-    if (momentum && landed.applied) momentum->commit();
+    // the optimizer's direction (momentum's velocity, Adam's step, ...), its state kept only if
+    // the push lands; momentum's correction needs the staleness (W - 1 until 20 are measured)
+    const auto& seen = step_loop.staleness();
+    const double tau = seen.count() >= 20 ? seen.mean() : static_cast<double>(roles.num_workers() - 1);
+    const asyncps::StepEnd landed = step_loop.end_step(optimizer.propose(grad, tau), static_cast<float>(-lr));
+    if (landed.applied) optimizer.commit();
     if (landed.nonfinite) {
       const auto seen = client.stats().nonfinite;
       if (seen <= 5 || config.halt_on_nonfinite)

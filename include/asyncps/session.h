@@ -48,7 +48,11 @@ struct Options {
   int num_servers = 1;            // S: ranks [0, S) serve the arena
   Mode mode = Mode::Async;
   int staleness = 0;              // SSP bound s (Mode::Ssp only)
-  bool staleness_lr = false;      // scale each async/ssp update by 1/max(1, tau) (Zhang et al., IJCAI 2016)
+  // Staleness-aware learning rate, async/ssp: each update is scaled by 1 / max(1, tau)^power.
+  // power 1 is Zhang et al.'s 1/tau (IJCAI 2016), which collapses when tau ~ W - 1 (0.7790 at
+  // W = 8 against 0.9191 unscaled, docs/CONVERGENCE.md); 0.5, 1/sqrt(tau), is the default.
+  bool staleness_lr = false;
+  float staleness_lr_power = 0.5f;  // in (0, 2]; only with staleness_lr
   // Delay-compensated updates (DC-ASGD, Zheng et al., ICML 2017), async/ssp: end_step reads the
   // arena again and pushes g + dc_lambda * g*g*(w_now - w_read) instead of g. 0: off.
   float dc_lambda = 0;

@@ -147,3 +147,162 @@ class TableEmbeddingBag(_torch.nn.Module):
 
     def extra_repr(self):
         return f"{self.table.name!r}, rows={self.table.rows}, dim={self.table.dim}, mode={self.mode!r}"
+
+
+def _corrected_momentum(mu, staleness):
+    """(mu', push scale): mu^(1 + tau), mu per global step over the 1 + tau global steps between a
+    worker's own, and sqrt((1 - mu') / (1 - mu)) (mnist_async's --momentum_correction staleness;
+    apps/mnist_async/optimizer.h has the measurements behind the rule)."""
+    tau = max(0.0, float(staleness))
+    applied = mu ** (1.0 + tau)
+    return applied, ((1.0 - applied) / (1.0 - mu)) ** 0.5 if mu < 1 else 1.0
+
+
+class AsyncOptimizer:
+    """A torch.optim optimizer whose step() trains as an asyncps worker (Horovod's
+    DistributedOptimizer, for async parameter servers): an existing loop changes its optimizer line
+    and the condition of its loop.
+
+        opt = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
+        opt = asyncps.torch.AsyncOptimizer(opt, net, steps=1000)      # + this line
+        while not opt.done:                                           # was: for _ in range(1000)
+            x, y = next_batch()
+            opt.zero_grad()
+            F.cross_entropy(net(x), y).backward()
+            opt.step()
+        # here net holds the job's final parameters (every worker's updates in)
+
+    The constructor makes the Session (collective over MPI_COMM_WORLD, or `comm`; keyword options
+    are Session's) and, on the ranks that serve ([0, num_servers)), serves until every worker is
+    done and then exits the process (0; 3 if a worker halted the job): they never reach the loop.
+    Pass exit_servers=False to have it return there instead (opt.is_server is then True and
+    opt.done too). On a worker it pulls the parameters into the module (the module's parameters
+    become one flat arena, ModuleArena: no copy); each step() runs the wrapped optimizer on this
+    worker, with its state (momentum buffers, Adam's moments, its learning rate and any scheduler
+    of it) kept here, and pushes what it changed, the update, to the servers (scale 1); then pulls
+    the parameters of the next step (StepLoop: the mode's waits, the non-finite guard, the global
+    step limit `steps`). opt.done turns True once the job has taken `steps` global steps (or a
+    worker halted it): the worker has then drained, the module holds the final parameters, and
+    the worker has finished (collective with the servers).
+
+    momentum_correction="staleness" (the default): for SGD with momentum, each step applies
+    mu' = mu^(1 + tau) and pushes sqrt((1 - mu') / (1 - mu)) times the update, tau this worker's
+    mean staleness (W - 1 until 20 updates are measured): mnist_async's --momentum_correction
+    rule, which keeps momentum 0.9 stable at W = 8 where the plain one diverged; at W = 1 it is
+    mu itself. "none" applies mu as given. opt.global_step is the step of the parameters pulled (for a learning-rate schedule),
+    opt.worker the asyncps.WorkerClient (store_shadow, staleness, ...), opt.session the Session.
+    """
+
+    def __init__(self, optimizer, module, *, steps, momentum_correction="staleness", exit_servers=True, comm=None,
+                 **session_options):
+        import sys as _sys
+        import numpy as _np
+        from . import ParameterServer as _ParameterServer
+        from . import Session as _Session
+        from . import WorkerClient as _WorkerClient
+        if not isinstance(optimizer, _torch.optim.Optimizer):
+            raise TypeError(f"asyncps: AsyncOptimizer: optimizer must be a torch.optim.Optimizer "
+                            f"(got {type(optimizer).__name__})")
+        if not isinstance(module, _torch.nn.Module):
+            raise TypeError(f"asyncps: AsyncOptimizer: module must be a torch.nn.Module (got {type(module).__name__})")
+        if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
+            raise ValueError(f"asyncps: AsyncOptimizer: steps must be a positive int (got {steps!r})")
+        if momentum_correction not in ("staleness", "none"):
+            raise ValueError(f"asyncps: AsyncOptimizer: momentum_correction must be 'staleness' or 'none' "
+                             f"(got {momentum_correction!r})")
+        self.optimizer = optimizer
+        self.arena = ModuleArena(module)
+        # every tensor the optimizer updates must be one of the module's (now the arena's)
+        mine = {id(p) for _, p in self.arena._named}
+        for g in optimizer.param_groups:
+            for p in g["params"]:
+                if id(p) not in mine:
+                    raise ValueError("asyncps: AsyncOptimizer: the optimizer updates a tensor that is not a trainable "
+                                     "parameter of the module (build it from module.parameters())")
+        self.steps, self.momentum_correction = steps, momentum_correction
+        self.session = _Session(self.arena.layout, comm, **session_options)
+        self.is_server = self.session.is_server
+        self.worker, self.server, self.last_end = None, None, None
+        self.done, self._step = True, None
+        if self.is_server:
+            self.server = _ParameterServer(self.session, self.arena.params)
+            self.server.serve()
+            if exit_servers:
+                _sys.exit(3 if self.server.halted else 0)
+            return
+        self.worker = _WorkerClient(self.session)
+        self._mu = [g.get("momentum") for g in optimizer.param_groups]  # the momentum asked for, per group
+        self._before = _np.empty_like(self.arena.params)
+        self._update = _np.empty_like(self.arena.params)
+        self._next()
+
+    @property
+    def param_groups(self):
+        return self.optimizer.param_groups
+
+    @property
+    def global_step(self):
+        """The global step the current parameters were pulled at (None once done)."""
+        return None if self._step is None else self._step.global_step
+
+    def zero_grad(self, set_to_none=False):
+        """Zeroes the gradients in place (they live in the arena; set_to_none would detach them)."""
+        self.arena.zero_grad()
+
+    def _next(self):
+        self._step = self.worker.begin_step(self.arena.params, self.steps)  # pulls into the module
+        if self._step is None:
+            self.done = True
+            self.worker.drain()  # every worker's updates are in
+            self.worker.pull(self.arena.params)
+            self.worker.finish()
+        else:
+            self.done = False
+
+    def _correct_momentum(self):
+        """Sets each momentum group's mu' for this step; returns [(group, push scale)] of those groups."""
+        if self.momentum_correction != "staleness" or not any(self._mu):
+            return []
+        st = self.worker.staleness
+        tau = st["mean"] if st["count"] >= 20 else self.session.num_workers - 1
+        scaled = []
+        for g, mu in zip(self.optimizer.param_groups, self._mu):
+            if mu:
+                g["momentum"], scale = _corrected_momentum(mu, tau)
+                scaled.append((g, scale))
+        return scaled
+
+    def _scale_groups(self, scaled):
+        """Multiplies each momentum group's part of the update by its push scale."""
+        base = self.arena.params_tensor.data_ptr()
+        update = _torch.from_numpy(self._update)
+        for g, scale in scaled:
+            for p in g["params"]:
+                off = (p.data_ptr() - base) // 4  # (ModuleArena: every parameter is a view of the arena)
+                update[off:off + p.numel()].mul_(scale)
+
+    def step(self, closure=None):
+        """One worker step: the wrapped optimizer's update of the pulled parameters, pushed; then
+        the next step's parameters pulled. Returns the closure's loss, if one was given."""
+        if self.worker is None or self.done:
+            raise RuntimeError("asyncps: AsyncOptimizer.step: the job is done (opt.done)" if self.worker is not None
+                               else "asyncps: AsyncOptimizer.step on a server rank")
+        scaled = self._correct_momentum()
+        self._before[:] = self.arena.params
+        loss = self.optimizer.step(closure)  # updates the module's parameters in place (the arena)
+        _torch.sub(self.arena.params_tensor, _torch.from_numpy(self._before), out=_torch.from_numpy(self._update))
+        if scaled:
+            self._scale_groups(scaled)
+        self.last_end = self.worker.end_step(self._update, 1.0)  # the servers add it (a non-finite one: not pushed)
+        self._next()
+        return loss
+
+    def state_dict(self):
+        return self.optimizer.state_dict()
+
+    def load_state_dict(self, state):
+        self.optimizer.load_state_dict(state)
+
+    def __repr__(self):
+        role = "server" if self.is_server else f"worker {self.session.worker_index}"
+        return f"AsyncOptimizer({type(self.optimizer).__name__}, {role}, steps={self.steps}, done={self.done})"

@@ -109,6 +109,15 @@ TEST_CASE("options that would have no effect are refused", "[validation]") {
   o.staleness_lr = true;
   refused(o, "Options::staleness_lr");
   o = {};
+  o.staleness_lr_power = 1;  // without staleness_lr: no effect
+  refused(o, "Options::staleness_lr_power has no effect");
+  o.staleness_lr = true;
+  CHECK_NOTHROW(validate(o));
+  for (float bad : {0.f, -1.f, 2.5f, std::numeric_limits<float>::quiet_NaN()}) {
+    o.staleness_lr_power = bad;
+    refused(o, "Options::staleness_lr_power must be in (0, 2]");
+  }
+  o = {};
   o.mode = Mode::Sync;
   o.overlap = true;
   refused(o, "Options::overlap");

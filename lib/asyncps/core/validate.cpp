@@ -41,6 +41,11 @@ void validate(const Options& o) {
               std::to_string(o.staleness) + ")");
   require(!(o.staleness_lr && o.mode == Mode::Sync),
           "Options::staleness_lr is for async and ssp: sync mode's updates have no staleness");
+  require(std::isfinite(o.staleness_lr_power) && o.staleness_lr_power > 0 && o.staleness_lr_power <= 2,
+          "Options::staleness_lr_power must be in (0, 2], got " + show(o.staleness_lr_power));
+  require(o.staleness_lr || o.staleness_lr_power == Options{}.staleness_lr_power,
+          "Options::staleness_lr_power has no effect unless Options::staleness_lr is on (got power " +
+              show(o.staleness_lr_power) + ")");
   require(in_range(o.dc_lambda, 0, 1e6), "Options::dc_lambda must be in [0, 1e6], got " + show(o.dc_lambda));
   require(o.dc_lambda == 0 || o.mode != Mode::Sync,
           "Options::dc_lambda is for async and ssp: sync mode has no delay to compensate");

@@ -1,0 +1,94 @@
+// defines: WorkerOptimizer, corrected_momentum
+#include "optimizer.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "asyncps/error.h"
+
+namespace mnist_async {
+
+double corrected_momentum(double mu, double staleness, const std::string& correction) {
+  if (correction != "staleness") return mu;
+  // mu' = mu^(1 + tau): mu per global step, over the 1 + tau global steps between this worker's own
+  return std::pow(mu, 1.0 + std::max(0.0, staleness));
+}
+
+double momentum_push_scale(double mu, double applied) {
+  // sqrt((1 - mu') / (1 - mu)): between keeping lr (1) and keeping the long-run step lr / (1 - mu)
+  return mu >= 1 ? 1.0 : std::sqrt((1.0 - applied) / (1.0 - mu));
+}
+
+WorkerOptimizer::WorkerOptimizer(std::size_t n, const OptimizerConfig& config) : config_(config) {
+  if (config.name == "sgd") rule_ = Rule::Sgd;
+  else if (config.name == "momentum") rule_ = Rule::Momentum;
+  else if (config.name == "adam") rule_ = Rule::Adam;
+  else if (config.name == "adagrad") rule_ = Rule::Adagrad;
+  else throw asyncps::ConfigError("--optimizer must be sgd, momentum, adam or adagrad, got '" + config.name + "'");
+  if (rule_ == Rule::Sgd) return;
+  a_.assign(n, rule_ == Rule::Adagrad ? static_cast<float>(config.initial_accumulator) : 0.f);
+  next_a_.assign(n, 0.f);
+  if (rule_ == Rule::Adam) {
+    b_.assign(n, 0.f);
+    next_b_.assign(n, 0.f);
+  }
+  dir_.assign(n, 0.f);
+}
+
+std::span<const float> WorkerOptimizer::propose(std::span<const float> grad, double staleness) {
+  if (rule_ == Rule::Sgd) return grad;
+  if (grad.size() != a_.size())
+    throw asyncps::Error("WorkerOptimizer: gradient has " + std::to_string(grad.size()) + " floats, the state " +
+                         std::to_string(a_.size()));
+  const std::size_t n = a_.size();
+  const float* g = grad.data();
+  switch (rule_) {
+    case Rule::Momentum: {
+      mu_applied_ = corrected_momentum(config_.momentum, staleness, config_.momentum_correction);
+      const auto mu = static_cast<float>(mu_applied_);
+      const auto keep = static_cast<float>(momentum_push_scale(config_.momentum, mu_applied_));  // d = keep * v'
+      push_scale_ = keep;
+      for (std::size_t i = 0; i < n; ++i) {
+        next_a_[i] = mu * a_[i] + g[i];  // v' = mu' v + g   [n]
+        dir_[i] = keep * next_a_[i];
+      }
+      return dir_;
+    }
+    case Rule::Adam: {
+      const auto b1 = static_cast<float>(config_.beta1), b2 = static_cast<float>(config_.beta2);
+      const double t = static_cast<double>(t_ + 1);
+      // bias corrections 1 - b^t, folded into one factor on m and one on s
+      const auto c1 = static_cast<float>(1.0 / (1.0 - std::pow(config_.beta1, t)));
+      const auto c2 = static_cast<float>(1.0 / (1.0 - std::pow(config_.beta2, t)));
+      const auto eps = static_cast<float>(config_.epsilon);
+      for (std::size_t i = 0; i < n; ++i) {
+        next_a_[i] = b1 * a_[i] + (1 - b1) * g[i];         // m' = b1 m + (1 - b1) g
+        next_b_[i] = b2 * b_[i] + (1 - b2) * g[i] * g[i];  // s' = b2 s + (1 - b2) g^2
+        dir_[i] = c1 * next_a_[i] / (std::sqrt(c2 * next_b_[i]) + eps);
+      }
+      return dir_;
+    }
+    case Rule::Adagrad: {
+      const auto eps = static_cast<float>(config_.epsilon);
+      for (std::size_t i = 0; i < n; ++i) {
+        next_a_[i] = a_[i] + g[i] * g[i];  // a' = a + g^2
+        dir_[i] = g[i] / (std::sqrt(next_a_[i]) + eps);
+      }
+      return dir_;
+    }
+    case Rule::Sgd:
+      break;
+  }
+  return grad;
+}
+
+void WorkerOptimizer::commit() {
+  if (rule_ == Rule::Sgd) return;
+  a_.swap(next_a_);
+  if (rule_ == Rule::Adam) {
+    b_.swap(next_b_);
+    ++t_;
+  }
+}
+
+}  // namespace mnist_async
