@@ -5,15 +5,17 @@
     scripts/netns-mpirun.sh -np 3 --map-by node -x PYTHONPATH=$PWD/build/python \\
         /usr/bin/python3 $PWD/apps/python/mnist_torch.py          # across the simulated hosts
 
-Ranks [0, --ps) serve the parameters (asyncps.ParameterServer), the others are workers: each pulls
-the parameters into the model (they ARE the arena, asyncps.torch.ModuleArena: no copy), computes
-the gradient of its batch with autograd and pushes -lr * grad, asynchronously (Hogwild) or in the
-other modes. The recipe is the tutorial's (and mnist_async's), in tutorial_mnist.py beside this file
-(shared with PyTorch's own baseline, bench/torch_mnist.py): conv 3x3x8 + pool, conv 3x3x16 + pool,
-fc 784->10, no activations, Glorot-uniform init, plain SGD, lr 0.01 * 0.99^(step / epoch), batch
-128; the chief keeps the EMA of the parameters (decay 0.99, TF1's warm-up) on the servers, so
-checkpoints (--logdir) hold it. At the end the chief prints the test accuracy (plain and EMA) and
-samples/s, and with --json one JSON line.
+Ranks [0, --ps) serve the parameters, the others are workers. The training loop is a plain PyTorch
+loop: the optimizer is a torch.optim.SGD wrapped in asyncps.torch.AsyncOptimizer, which makes the
+Session (on the serving ranks it serves until the job ends), rebinds the model's parameters into one
+flat arena (no copy), and on each opt.step() pushes the SGD update of the parameters this worker
+pulled and pulls the next step's, asynchronously (Hogwild) or in the other modes, until the job's
+--steps global steps are taken (opt.done). The recipe is the tutorial's (and mnist_async's), in
+tutorial_mnist.py beside this file (shared with PyTorch's own baseline, bench/torch_mnist.py): conv
+3x3x8 + pool, conv 3x3x16 + pool, fc 784->10, no activations, Glorot-uniform init, plain SGD, lr 0.01
+* 0.99^(step / epoch), batch 128; the chief keeps the EMA of the parameters (decay 0.99 per global
+step, TF1's warm-up) on the servers, so checkpoints (--logdir) hold it. At the end the chief prints
+the test accuracy (plain and EMA) and samples/s, and with --json one JSON line.
 """
 import argparse
 import json
@@ -36,6 +38,7 @@ def main():
     ap.add_argument("--steps", type=int, default=1000, help="global steps to train")
     ap.add_argument("--batch", type=int, default=128)
     ap.add_argument("--learning_rate", type=float, default=0.01)
+    ap.add_argument("--momentum", type=float, default=0.0, help="SGD momentum (staleness-corrected: AsyncOptimizer)")
     ap.add_argument("--decay", type=float, default=0.99, help="lr = learning_rate * decay^(step / (60000 / batch))")
     ap.add_argument("--ema", type=float, default=0.99, help="the chief's moving-average decay")
     ap.add_argument("--ps", type=int, default=1, help="parameter-server ranks")
@@ -52,57 +55,65 @@ def main():
     torch.set_num_threads(args.threads)
 
     net = build_model(args.seed)  # every rank draws the same; the servers' copy is the one used
-    arena = asyncps.torch.ModuleArena(net)
-    session = asyncps.Session(arena.layout, num_servers=args.ps, mode=args.mode, staleness=args.staleness,
-                              checkpoint_dir=args.logdir or None, save_secs=args.save_secs,
-                              restore=not args.no_restore)
-    if session.is_server:
-        server = asyncps.ParameterServer(session, arena.params)
-        server.serve()
-        if session.rank == 0 and server.saved_checkpoint:
+    # The optimizer line: a torch.optim optimizer, wrapped. The wrapper makes the Session, and on
+    # the serving ranks serves the parameters until the job ends (exit_servers=False: it returns there).
+    opt = torch.optim.SGD(net.parameters(), lr=args.learning_rate, momentum=args.momentum)
+    opt = asyncps.torch.AsyncOptimizer(opt, net, steps=args.steps, exit_servers=False, num_servers=args.ps,
+                                       mode=args.mode, staleness=args.staleness, checkpoint_dir=args.logdir or None,
+                                       save_secs=args.save_secs, restore=not args.no_restore)
+    if opt.is_server:
+        server = opt.server
+        if opt.session.rank == 0 and server.saved_checkpoint:
             print(f"asyncps: saved {server.saved_checkpoint} (global step {server.final_step})", flush=True)
-        return 0
+        return 3 if server.halted else 0
 
+    session, w = opt.session, opt.worker
     (train_x, train_y), _, (test_x, test_y) = load_mnist(args.data_dir)
     train_x, train_y = torch.from_numpy(train_x).view(-1, 1, 28, 28), torch.from_numpy(train_y)
     rng = np.random.default_rng(args.seed * 1000003 + session.worker_index)
     perm, pos = rng.permutation(len(train_x)), 0
-    w = asyncps.WorkerClient(session)
-    ema, ema_updates = None, 0
+    params = opt.arena.params  # the module's parameters, as one numpy array (no copy)
+    ema, ema_step = None, None
     if session.is_chief:
-        ema = np.empty_like(arena.params)
-        have_shadow = w.load_shadow(ema)
+        ema = np.empty_like(params)
+        if w.load_shadow(ema):
+            ema_step = w.restored_step
     t0, local = time.perf_counter(), 0
-    while (step := w.begin_step(arena.params, args.steps)) is not None:  # pulls into the model
+    while not opt.done:  # the loop's condition: the job's global step limit
         if pos + args.batch > len(perm):
             perm, pos = np.concatenate([perm[pos:], rng.permutation(len(train_x))]), 0
         idx = torch.from_numpy(perm[pos:pos + args.batch])
         pos += args.batch
-        arena.zero_grad()
+        for g in opt.param_groups:  # the tutorial's schedule, by the global step of these parameters
+            g["lr"] = lr_at(opt.global_step, args.batch, args.learning_rate, args.decay)
+        opt.zero_grad()
         loss = F.cross_entropy(net(train_x[idx]), train_y[idx])
-        loss.backward()  # into arena.grads
-        lr = lr_at(step.global_step, args.batch, args.learning_rate, args.decay)
-        w.end_step(arena.grads, -lr)
+        loss.backward()
+        step_at = opt.global_step
+        opt.step()  # the SGD update of these parameters, pushed; the next step's pulled
         local += 1
-        if ema is not None:  # TF1 ExponentialMovingAverage with num_updates: min(decay, (1+n)/(10+n))
-            if not have_shadow:
-                ema[:], have_shadow = arena.params, True
-            d = min(args.ema, (1 + ema_updates) / (10 + ema_updates))
-            ema *= d
-            ema += (1 - d) * arena.params
-            ema_updates += 1
+        if ema is not None and not opt.done:
+            # TF1 ExponentialMovingAverage, advanced per GLOBAL step: the decays of the global steps
+            # since the chief's last apply, min(decay, (1+n)/(10+n)) each
+            now = opt.global_step
+            if ema_step is None:
+                ema[:], ema_step = params, now - 1
+            keep = 1.0
+            for n in range(ema_step + 1, now + 1) if now > ema_step else (now,):  # (no step past the last: one)
+                keep *= min(args.ema, (1 + n) / (10 + n))
+            ema *= keep
+            ema += (1 - keep) * params
+            ema_step = max(ema_step, now)
             if local % args.log_every == 0:
                 w.store_shadow(ema)
-                print(f"After {local} training steps ({step.global_step} global steps), loss on training batch is "
+                print(f"After {local} training steps ({step_at} global steps), loss on training batch is "
                       f"{float(loss):.6f}.", flush=True)
-    w.drain()  # no worker updates any more: the arena is final
-    wall = time.perf_counter() - t0
+    wall = time.perf_counter() - t0  # (done: every worker's updates are in, the module holds them)
     if session.is_chief:
         w.store_shadow(ema)  # the final checkpoint holds it
-        w.pull(arena.params)
-        final = w.global_step  # after drain(): every update is in
+        final = w.global_step
         acc = accuracy(net, test_x, test_y)
-        arena.params[:] = ema
+        params[:] = ema
         acc_ema = accuracy(net, test_x, test_y)
         samples = final * args.batch * (session.num_workers if args.mode == "sync" else 1)
         st = w.staleness  # the chief's own updates
@@ -114,7 +125,7 @@ def main():
                               "samples_per_sec": round(samples / wall, 1), "test_accuracy": acc,
                               "test_accuracy_ema": acc_ema, "chief_staleness_mean": st["mean"],
                               "single_node": session.single_node}), flush=True)
-    w.finish()
+    opt.finish()
     return 0
 
 

@@ -182,8 +182,9 @@ class AsyncOptimizer:
     of it) kept here, and pushes what it changed, the update, to the servers (scale 1); then pulls
     the parameters of the next step (StepLoop: the mode's waits, the non-finite guard, the global
     step limit `steps`). opt.done turns True once the job has taken `steps` global steps (or a
-    worker halted it): the worker has then drained, the module holds the final parameters, and
-    the worker has finished (collective with the servers).
+    worker halted it): the worker has then drained and the module holds the final parameters
+    (every worker's updates in); opt.finish() (or the program's end) then finishes the worker,
+    collective with the servers.
 
     momentum_correction="staleness" (the default): for SGD with momentum, each step applies
     mu' = mu^(1 + tau) and pushes sqrt((1 - mu') / (1 - mu)) times the update, tau this worker's
@@ -255,9 +256,14 @@ class AsyncOptimizer:
             self.done = True
             self.worker.drain()  # every worker's updates are in
             self.worker.pull(self.arena.params)
-            self.worker.finish()
         else:
             self.done = False
+
+    def finish(self):
+        """Finishes the worker (collective with the servers' serve(); also done at exit). After
+        opt.done the worker may still store_shadow() and read its statistics before it."""
+        if self.worker is not None and not self.worker.finished:
+            self.worker.finish()
 
     def _correct_momentum(self):
         """Sets each momentum group's mu' for this step; returns [(group, push scale)] of those groups."""
