@@ -166,6 +166,14 @@ with tempfile.TemporaryDirectory() as d:
             "export_npy(empty layout, 5 floats)")
     refused(TypeError, lambda: asyncps.export_npy(d, "layout", init), "layout must be", "export_npy(layout=str)")
     refused(TypeError, lambda: asyncps.export_npy(3.5, layout, init), "dir must be a path", "export_npy(dir=3.5)")
+    refused(TypeError, lambda: asyncps.export_checkpoint_npy(3.5, layout, "x.index"), "dir must be a path",
+            "export_checkpoint_npy(dir=3.5)")
+    refused(TypeError, lambda: asyncps.export_checkpoint_npy(d, layout, 7), "index must be a path",
+            "export_checkpoint_npy(index=7)")
+    refused(TypeError, lambda: asyncps.export_checkpoint_npy(d, None, "x.index"), "layout must be",
+            "export_checkpoint_npy(layout=None)")
+    refused(asyncps.CheckpointError, lambda: asyncps.export_checkpoint_npy(d, layout, "/nonexistent/ckpt.index"), "",
+            "export_checkpoint_npy(missing index)")
 refused(TypeError, lambda: asyncps.abort_job(5), "message must be a str", "abort_job(5)")
 refused(TypeError, lambda: asyncps.abort_job("x", "1"), "exit_code must be an integer", "abort_job(exit_code='1')")
 refused(asyncps.ConfigError, lambda: asyncps.abort_job("x", HUGE), "does not fit", "abort_job(exit_code=2**63)")
