@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "app_cli.h"
+#include "checkpoint_flags.h"
 #include "asyncps/error.h"
 #include "asyncps/option_choices.h"
 
@@ -87,14 +88,9 @@ std::string with_flag_names(std::string_view library_message) {
       {"Options::server_poll_us", "--server_poll_us"},
       {"Options::server_spin_us", "--server_spin_us"},
       {"Options::wait_spin_us", "--wait_spin_us"},
-      {"Options::checkpoint.restart_from", "--restart_from"},
-      {"Options::checkpoint.dir", "--logdir"},
-      {"Options::checkpoint.save_secs", "--save_secs"},
-      {"Options::checkpoint.keep", "--keep_checkpoints"},
-      {"Options::checkpoint.restore", "--no_restore"},
       {"the same Options", "the same flags"},
   };
-  return app_cli::with_names(library_message, kNames);
+  return app_cli::with_names(app_cli::with_names(library_message, app_cli::kCheckpointFlagNames), kNames);
 }
 
 std::optional<Config> parse_config(int argc, char** argv, bool print_help) {
@@ -140,13 +136,6 @@ std::optional<Config> parse_config(int argc, char** argv, bool print_help) {
     ("verbose,v", po::bool_switch(&c.verbose), "every worker logs, not only the chief")
     ("logdir", po::value(&c.logdir)->notifier([&lib](const std::string& d) { lib.checkpoint.dir = d; }),
      "servers checkpoint the dense weights and the tables' rows here, and a run resumes from the newest (default: none)")
-    ("save_secs", po::value(&lib.checkpoint.save_secs)->default_value(lib.checkpoint.save_secs),
-     "--logdir: servers checkpoint this often (0: only at the end)")
-    ("keep_checkpoints", po::value(&lib.checkpoint.keep)->default_value(lib.checkpoint.keep), "--logdir: newest checkpoints kept")
-    ("restart_from", po::value<std::string>()->notifier([&lib](const std::string& v) { lib.checkpoint.restart_from = v; }),
-     "start from this checkpoint index (any number of servers wrote it)")
-    ("no_restore", po::bool_switch()->notifier([&lib](bool no) { lib.checkpoint.restore = !no; }),
-     "--logdir: do not resume from its checkpoints (they are moved aside, never overwritten)")
     ("export_dir", po::value(&c.export_dir),
      "at the end server 0 writes the final checkpoint here as .npy: each dense tensor, each table (rows x dim) and its "
      "Adagrad accumulators (needs --logdir)")
@@ -158,6 +147,7 @@ std::optional<Config> parse_config(int argc, char** argv, bool print_help) {
     ("dump_data", po::value(&c.dump_data), "write the training streams and the held-out one as .npy files here, and exit")
     ("dump_examples", po::value(&c.dump_examples)->default_value(c.dump_examples), "--dump_data: examples per training stream")
     ("dump_workers", po::value(&c.dump_workers)->default_value(c.dump_workers), "--dump_data: training streams (one per worker)");
+  app_cli::add_checkpoint_flags(general, lib.checkpoint);  // --save_secs, --keep_checkpoints, --restart_from, --no_restore
   po::variables_map vm;
   try {
     for (int i = 1; i < argc; ++i) refuse_placeholders(argv[i], "the command line");

@@ -15,6 +15,7 @@
 #include <sstream>
 
 #include "app_cli.h"
+#include "checkpoint_flags.h"
 #include "asyncps/error.h"
 #include "asyncps/option_choices.h"
 #include "asyncps/session.h"
@@ -103,13 +104,6 @@ std::string read_config_file(const std::string& path) {
 
 std::string with_flag_names(std::string_view library_message) {
   static const std::pair<const char*, const char*> kNames[] = {  // longest first
-      {"Options::checkpoint.restart_from", "--restart_from"},
-      {"Options::checkpoint.dir", "--logdir"},
-      {"Options::checkpoint.save_secs", "--save_secs"},
-      {"Options::checkpoint.keep", "--keep_checkpoints"},
-      {"Options::checkpoint.restore", "--no_restore"},
-      {"the same checkpoint directory, save interval, number kept, restart checkpoint and restore choice (Options::checkpoint)",
-       "the same --logdir, --save_secs, --keep_checkpoints, --restart_from and --no_restore"},
       {"Options::num_servers", "--ps"},
       {"Options::staleness_lr_power", "--staleness_lr_power"},
       {"Options::staleness_lr", "--staleness_lr"},
@@ -127,7 +121,7 @@ std::string with_flag_names(std::string_view library_message) {
       {"Options::chunk_bytes", "the chunk size"},
       {"the same Options", "the same flags"},
   };
-  return app_cli::with_names(library_message, kNames);
+  return app_cli::with_names(app_cli::with_names(library_message, app_cli::kCheckpointFlagNames), kNames);
 }
 
 std::optional<Config> parse_config(int argc, char** argv, bool print_help) {
@@ -189,16 +183,9 @@ std::optional<Config> parse_config(int argc, char** argv, bool print_help) {
      "with --eval_every: report the wall time at which test accuracy first reached this")
     ("straggler_ms", po::value(&c.straggler_ms)->default_value(c.straggler_ms),
      "experiments: the last worker sleeps this many ms every step")
-    ("save_secs", po::value(&lib.checkpoint.save_secs)->default_value(lib.checkpoint.save_secs),
-     "servers checkpoint into --logdir this often (0: only at the end), like the tutorial's Supervisor")
     ("stall_timeout", po::value(&lib.stall_timeout)->default_value(lib.stall_timeout),
      "a rank that makes no progress for this many seconds (stopped, hung, cut off) is named, a checkpoint is saved "
      "if the servers are live, and the job ends non-zero (0: never); must exceed the longest step and save")
-    ("keep_checkpoints", po::value(&lib.checkpoint.keep)->default_value(lib.checkpoint.keep), "newest checkpoints kept")
-    ("restart_from", po::value<std::string>()->notifier([&lib](const std::string& v) { lib.checkpoint.restart_from = v; }),
-     "start from this checkpoint index (default: the newest valid one in --logdir)")
-    ("no_restore", po::bool_switch()->notifier([&lib](bool no) { lib.checkpoint.restore = !no; }),
-     "do not resume from the checkpoints in --logdir (they are kept)")
     ("overlap", po::bool_switch(&lib.overlap),
      "async only: the next step's claim and pull fly while this gradient is computed (one step more staleness); "
      "the push flies during the next compute with or without it")
@@ -223,6 +210,7 @@ std::optional<Config> parse_config(int argc, char** argv, bool print_help) {
      "across hosts: a waiting worker spins this long, then sleeps until the server's answer arrives")
     ("verbose,v", po::bool_switch(&c.verbose), "every worker logs, not only the chief");
 
+  app_cli::add_checkpoint_flags(general, lib.checkpoint);  // --save_secs, --keep_checkpoints, --restart_from, --no_restore
   po::variables_map vm;
   try {
     for (int i = 1; i < argc; ++i) refuse_placeholders(argv[i], "the command line");

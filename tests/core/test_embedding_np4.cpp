@@ -269,12 +269,21 @@ TEST_CASE("tables survive a checkpoint: rows and Adagrad accumulators restore on
   });
   MPI_Bcast(sum_before.data(), static_cast<int>(n_sum), MPI_FLOAT, first, MPI_COMM_WORLD);
   MPI_Bcast(ada_before.data(), static_cast<int>(n_ada), MPI_FLOAT, first, MPI_COMM_WORLD);
-  // every rank reads the final save: what it holds is what worker 0 pulled
+  // every rank reads the final save: what it holds is what worker 0 pulled (CHECKs, not REQUIREs,
+  // up to the second job: a rank that left the test case here would leave the others waiting)
   const auto saved = list_checkpoints(dir);
-  REQUIRE(saved.size() == 1);
-  const CheckpointData c = read_checkpoint(saved.front(), table_layout());
+  CHECK(saved.size() == 1);
+  CheckpointData c;
+  if (!saved.empty()) CHECK_NOTHROW(c = read_checkpoint(saved.front(), table_layout()));
   CHECK(c.num_servers == first);
-  REQUIRE(c.tables.size() == 2);
+  const bool have = c.tables.size() == 2 && !c.tables[1].accumulators.empty();
+  CHECK(have);
+  if (!have) {  // (what the second job's checks read: a failure above is reported, the job still runs)
+    c.tables.assign(2, TableData{});
+    c.tables[0].values.assign(kRows * kDim, 0.f);
+    c.tables[1].values.assign(97 * 3, 0.f);
+    c.tables[1].accumulators.assign(97, 0.f);
+  }
   bool same = true;
   for (std::size_t k = 0; k < keys.size(); ++k) {
     const std::uint64_t r_sum = table_row(keys[k], kRows), r_ada = table_row(keys[k], 97);
