@@ -206,8 +206,9 @@ class AsyncOptimizer:
                             f"(got {type(optimizer).__name__})")
         if not isinstance(module, _torch.nn.Module):
             raise TypeError(f"asyncps: AsyncOptimizer: module must be a torch.nn.Module (got {type(module).__name__})")
-        if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
-            raise ValueError(f"asyncps: AsyncOptimizer: steps must be a positive int (got {steps!r})")
+        if isinstance(steps, bool) or not isinstance(steps, int) or not 1 <= steps <= 2 ** 62:
+            # (checked on every rank before the Session: the step loop's limit is at most 2^62)
+            raise ValueError(f"asyncps: AsyncOptimizer: steps must be a positive int, at most 2^62 (got {steps!r})")
         if momentum_correction not in ("staleness", "none"):
             raise ValueError(f"asyncps: AsyncOptimizer: momentum_correction must be 'staleness' or 'none' "
                              f"(got {momentum_correction!r})")

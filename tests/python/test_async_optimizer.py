@@ -53,6 +53,8 @@ refused(TypeError, lambda: AO(object(), net, steps=4), "must be a torch.optim.Op
 refused(TypeError, lambda: AO(sgd, object(), steps=4), "must be a torch.nn.Module", "module=object")
 refused(ValueError, lambda: AO(sgd, net, steps=0), "steps must be a positive int", "steps=0")
 refused(ValueError, lambda: AO(sgd, net, steps=True), "steps must be a positive int", "steps=True")
+refused(ValueError, lambda: AO(sgd, net, steps=2 ** 70), "at most 2^62", "steps=2^70")
+refused(ValueError, lambda: AO(sgd, net, steps=1.5), "steps must be a positive int", "steps=1.5")
 refused(ValueError, lambda: AO(sgd, net, steps=4, momentum_correction="half"), "momentum_correction", "correction")
 stray = torch.nn.Parameter(torch.zeros(3))
 refused(ValueError, lambda: AO(torch.optim.SGD([stray], lr=0.1), model(), steps=4), "not a trainable parameter",
