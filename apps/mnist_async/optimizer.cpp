@@ -36,6 +36,19 @@ WorkerOptimizer::WorkerOptimizer(std::size_t n, const OptimizerConfig& config) :
 }
 
 std::span<const float> WorkerOptimizer::propose(std::span<const float> grad, double staleness) {
+  const std::span<const float> d = propose_direction(grad, staleness);
+  if (config_.predicts()) next_pushed_.assign(d.begin(), d.end());
+  return d;
+}
+
+bool WorkerOptimizer::predict(std::span<const float> params, double lr, double horizon, std::span<float> out) const {
+  if (pushed_.empty() || pushed_.size() != params.size() || out.size() != params.size()) return false;
+  const auto step = static_cast<float>(lr * horizon);
+  for (std::size_t i = 0; i < params.size(); ++i) out[i] = params[i] - step * pushed_[i];  // [n]
+  return true;
+}
+
+std::span<const float> WorkerOptimizer::propose_direction(std::span<const float> grad, double staleness) {
   if (rule_ == Rule::Sgd) return grad;
   if (grad.size() != a_.size())
     throw asyncps::Error("WorkerOptimizer: gradient has " + std::to_string(grad.size()) + " floats, the state " +
@@ -83,6 +96,7 @@ std::span<const float> WorkerOptimizer::propose(std::span<const float> grad, dou
 }
 
 void WorkerOptimizer::commit() {
+  if (config_.predicts()) pushed_.swap(next_pushed_);
   if (rule_ == Rule::Sgd) return;
   a_.swap(next_a_);
   if (rule_ == Rule::Adam) {

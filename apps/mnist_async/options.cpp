@@ -64,13 +64,15 @@ void validate(const Config& c) {
           "--optimizer must be sgd, momentum, adam or adagrad, got '" + o.name + "'");
   require(std::isfinite(o.momentum) && o.momentum >= 0 && o.momentum < 1,
           "--momentum must be in [0, 1), got " + show(o.momentum));
-  require(o.momentum_correction == "staleness" || o.momentum_correction == "none",
-          "--momentum_correction must be staleness or none, got '" + o.momentum_correction + "'");
+  require(o.momentum_correction == "predict" || o.momentum_correction == "staleness" || o.momentum_correction == "none",
+          "--momentum_correction must be predict, staleness or none, got '" + o.momentum_correction + "'");
   for (const auto& [name, v] : {std::pair{"--beta1", o.beta1}, std::pair{"--beta2", o.beta2}})
     require(std::isfinite(v) && v >= 0 && v < 1, std::string(name) + " must be in [0, 1), got " + show(v));
   require(std::isfinite(o.epsilon) && o.epsilon > 0 && o.epsilon <= 1, "--epsilon must be in (0, 1], got " + show(o.epsilon));
   require(std::isfinite(o.initial_accumulator) && o.initial_accumulator >= 0 && o.initial_accumulator <= 1e6,
           "--initial_accumulator must be in [0, 1e6], got " + show(o.initial_accumulator));
+  require(!(o.weight_prediction && c.library.mode == asyncps::Mode::Sync),
+          "--weight_prediction is for async and ssp: a sync round's parameters do not move while it computes");
   // what the library takes is checked by the library, once (with_flag_names names the flags)
   asyncps::validate(c.library);
 }
@@ -106,6 +108,7 @@ std::string with_flag_names(std::string_view library_message) {
   static const std::pair<const char*, const char*> kNames[] = {  // longest first
       {"Options::num_servers", "--ps"},
       {"Options::staleness_lr_power", "--staleness_lr_power"},
+      {"Options::staleness_lr_relative", "--staleness_lr_relative"},
       {"Options::staleness_lr", "--staleness_lr"},
       {"Options::dc_lambda", "--dc_lambda"},
       {"Options::staleness", "--staleness"},
@@ -161,6 +164,9 @@ std::optional<Config> parse_config(int argc, char** argv, bool print_help) {
      "scale each update by 1/max(1, staleness)^power (--staleness_lr_power; 1: Zhang et al. 2016's 1/staleness)")
     ("staleness_lr_power", po::value(&lib.staleness_lr_power)->default_value(lib.staleness_lr_power),
      "--staleness_lr: the power of the staleness the update is divided by (0.5: 1/sqrt(staleness))")
+    ("staleness_lr_relative", po::bool_switch(&lib.staleness_lr_relative),
+     "--staleness_lr: scale by (W / (1 + staleness))^power instead (W - 1: the mean staleness of W async workers): "
+     "only updates staler than the mean are damped, a straggler's most")
     ("dc_lambda", po::value(&lib.dc_lambda)->default_value(lib.dc_lambda),
      "async/ssp: delay-compensated updates (DC-ASGD, Zheng et al. 2017): push g + lambda*g*g*(w_now - w_read), "
      "one more read of the arena per step (0: off)")
@@ -169,13 +175,18 @@ std::optional<Config> parse_config(int argc, char** argv, bool print_help) {
      "the direction (the arena moves by -learning_rate times it)")
     ("momentum", po::value(&c.optimizer.momentum)->default_value(c.optimizer.momentum), "--optimizer momentum: mu in [0, 1)")
     ("momentum_correction", po::value(&c.optimizer.momentum_correction)->default_value(c.optimizer.momentum_correction),
-     "--optimizer momentum: staleness (apply mu^(1+tau), mu per global step, and push sqrt((1-mu')/(1-mu)) times the "
-     "velocity; tau the worker's mean staleness: asynchrony adds momentum itself) | none (apply mu as given)")
+     "--optimizer momentum under asynchrony (tau: the worker's mean staleness): predict (compute the gradient at the "
+     "parameters predicted for when the update lands, params - learning_rate * tau * velocity; mu as given) | "
+     "staleness (apply mu^(1+tau), mu per global step, and push sqrt((1-mu')/(1-mu)) times the velocity) | "
+     "none (mu as given, the gradient at the parameters pulled)")
     ("beta1", po::value(&c.optimizer.beta1)->default_value(c.optimizer.beta1), "--optimizer adam: the first moment's decay")
     ("beta2", po::value(&c.optimizer.beta2)->default_value(c.optimizer.beta2), "--optimizer adam: the second moment's decay")
     ("epsilon", po::value(&c.optimizer.epsilon)->default_value(c.optimizer.epsilon), "--optimizer adam|adagrad: added to the root")
     ("initial_accumulator", po::value(&c.optimizer.initial_accumulator)->default_value(c.optimizer.initial_accumulator),
      "--optimizer adagrad: every accumulator to start with")
+    ("weight_prediction", po::bool_switch(&c.optimizer.weight_prediction),
+     "async/ssp: compute each gradient at the parameters predicted for when the update lands, "
+     "params - learning_rate * staleness * (the direction this worker last pushed)")
     ("eval_every", po::value(&c.eval_every)->default_value(c.eval_every),
      "the chief snapshots the model every N global steps (a copy, off the critical path) and evaluates the "
      "snapshots on the test set after training: accuracy vs steps and wall time (0: off)")

@@ -63,7 +63,7 @@ int run_worker(const Config& config, asyncps::Session& session) {
   asyncps::mnist::Batcher batcher(data.train, config.batch_size, static_cast<std::uint64_t>(config.seed) * 1000003u + static_cast<std::uint64_t>(roles.worker_index()));
 
   const std::size_t n = session.layout().size();
-  std::vector<float> params(n), grad(n);
+  std::vector<float> params(n), grad(n), ahead(config.optimizer.predicts() ? n : 0);
   std::vector<float> x(static_cast<std::size_t>(config.batch_size) * asyncps::nn::kImagePixels);
   std::vector<std::uint8_t> y(static_cast<std::size_t>(config.batch_size));
 
@@ -98,15 +98,20 @@ int run_worker(const Config& config, asyncps::Session& session) {
     if (!begun) break;
     if (ema) ema->apply(params, begun->global_step);  // the chief's shadow follows the shared model
     lr = exponential_decay(config.learning_rate, config.learning_rate_decay, begun->global_step, decay_steps);
+    // momentum's correction and weight prediction need the staleness (W - 1 until 20 are measured)
+    const auto& seen = step_loop.staleness();
+    const double tau = config.library.mode == asyncps::Mode::Sync ? 0.0  // (a round's updates have none)
+                       : seen.count() >= 20 ? seen.mean() : static_cast<double>(roles.num_workers() - 1);
     const auto t_compute = Clock::now();
-    loss = backend->loss_and_grad(params, x, y, grad);
-    add_l2(session.layout(), config.l2, params, grad);
+    // the gradient where the arena will be when this update lands, tau pushes on (--momentum_correction predict, --weight_prediction)
+    const bool predicted = config.optimizer.predicts() && tau > 0 && optimizer.predict(params, lr, tau, ahead);
+    const std::span<const float> at = predicted ? std::span<const float>(ahead) : std::span<const float>(params);
+    loss = backend->loss_and_grad(at, x, y, grad);
+    add_l2(session.layout(), config.l2, at, grad);
     if (straggler) std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(config.straggler_ms));
     compute_seconds += since(t_compute);
     // the optimizer's direction (momentum's velocity, Adam's step, ...), its state kept only if
-    // the push lands; momentum's correction needs the staleness (W - 1 until 20 are measured)
-    const auto& seen = step_loop.staleness();
-    const double tau = seen.count() >= 20 ? seen.mean() : static_cast<double>(roles.num_workers() - 1);
+    // the push lands
     const asyncps::StepEnd landed = step_loop.end_step(optimizer.propose(grad, tau), static_cast<float>(-lr));
     if (landed.applied) optimizer.commit();
     if (landed.nonfinite) {

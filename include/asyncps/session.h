@@ -53,6 +53,11 @@ struct Options {
   // W = 8 against 0.9191 unscaled, docs/CONVERGENCE.md); 0.5, 1/sqrt(tau), is the default.
   bool staleness_lr = false;
   float staleness_lr_power = 0.5f;  // in (0, 2]; only with staleness_lr
+  // With staleness_lr: scale by ((1 + mean tau) / (1 + tau))^power instead, mean tau the job's,
+  // W - 1 (Little's law: W updates in flight; W with overlap). The mean scale is about 1: only
+  // updates staler than the job's mean are damped (a straggler's) and fresher ones lifted. It is
+  // Zhang et al.'s rule with the base rate raised by the mean staleness, as they tune it.
+  bool staleness_lr_relative = false;
   // Delay-compensated updates (DC-ASGD, Zheng et al., ICML 2017), async/ssp: end_step reads the
   // arena again and pushes g + dc_lambda * g*g*(w_now - w_read) instead of g. 0: off.
   float dc_lambda = 0;

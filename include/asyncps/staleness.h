@@ -1,4 +1,4 @@
-// defines: asyncps::StalenessHistogram
+// defines: asyncps::StalenessHistogram, asyncps::staleness_lr_scale
 // Staleness tau of an update: how many steps were claimed between its own step and the next
 // claim this worker sends after pushing it (the count that claim returns minus the update's
 // step; with Options::overlap the prefetched claim counts the worker's own next step too). The
@@ -37,5 +37,10 @@ class StalenessHistogram {
   double sum_ = 0;
   std::int64_t max_ = 0;
 };
+
+// The factor Options::staleness_lr multiplies an update of staleness `tau` by:
+//   absolute  1 / max(1, tau)^power
+//   relative  ((1 + mean_tau) / (1 + tau))^power     (mean_tau: the job's mean staleness)
+double staleness_lr_scale(std::int64_t tau, double mean_tau, double power, bool relative) noexcept;
 
 }  // namespace asyncps

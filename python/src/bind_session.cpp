@@ -78,6 +78,7 @@ void bind_session(py::module_& m) {
       "arena (ParameterServer), the others are workers (WorkerClient); the first worker is the chief.")
       .def(py::init([](py::handle layout_arg, const py::object& comm, py::handle num_servers, py::handle mode,
                        py::handle staleness, py::handle staleness_lr, py::handle staleness_lr_power,
+                       py::handle staleness_lr_relative,
                        py::handle dc_lambda, py::handle overlap,
                        py::handle pull, py::handle stall_timeout, py::handle timeline, py::handle checkpoint_dir,
                        py::handle save_secs, py::handle keep, py::handle restart_from, py::handle restore,
@@ -101,6 +102,7 @@ void bind_session(py::module_& m) {
                o.staleness = int_arg(staleness, call, "staleness");
                o.staleness_lr = bool_arg(staleness_lr, call, "staleness_lr");
                o.staleness_lr_power = float32_arg(staleness_lr_power, call, "staleness_lr_power");
+               o.staleness_lr_relative = bool_arg(staleness_lr_relative, call, "staleness_lr_relative");
                o.dc_lambda = float32_arg(dc_lambda, call, "dc_lambda");
                o.overlap = bool_arg(overlap, call, "overlap");
                o.pull = choice_arg<asyncps::PullMethod>(pull, "pull");
@@ -138,7 +140,8 @@ void bind_session(py::module_& m) {
            py::arg("layout"), py::arg("comm") = py::none(), py::kw_only(), py::arg("num_servers") = kDefaults.num_servers,
            py::arg("mode") = asyncps::name_of(kDefaults.mode), py::arg("staleness") = kDefaults.staleness,
            py::arg("staleness_lr") = kDefaults.staleness_lr,
-           py::arg("staleness_lr_power") = static_cast<double>(kDefaults.staleness_lr_power), py::arg("dc_lambda") = static_cast<double>(kDefaults.dc_lambda),
+           py::arg("staleness_lr_power") = static_cast<double>(kDefaults.staleness_lr_power),
+           py::arg("staleness_lr_relative") = kDefaults.staleness_lr_relative, py::arg("dc_lambda") = static_cast<double>(kDefaults.dc_lambda),
            py::arg("overlap") = kDefaults.overlap, py::arg("pull") = asyncps::name_of(kDefaults.pull),
            py::arg("stall_timeout") = kDefaults.stall_timeout, py::arg("timeline") = kDefaults.timeline,
            py::arg("checkpoint_dir") = py::none(), py::arg("save_secs") = kDefaults.checkpoint.save_secs,

@@ -95,7 +95,7 @@ TEST_CASE("momentum's staleness correction applies mu^(1+tau) and scales the pus
   CHECK(corrected_momentum(0.9, 7, "none") == 0.9);
   CHECK(momentum_push_scale(0.9, 0.9) == 1.0);
   CHECK(momentum_push_scale(0.9, 0.81) == Approx(std::sqrt(1.9)));
-  mnist_async::WorkerOptimizer m(1, {.name = "momentum", .momentum = 0.9});
+  mnist_async::WorkerOptimizer m(1, {.name = "momentum", .momentum = 0.9, .momentum_correction = "staleness"});
   const std::vector<float> g = {1.0f};
   (void)m.propose(g, 1);  // v = 1
   m.commit();
@@ -105,6 +105,47 @@ TEST_CASE("momentum's staleness correction applies mu^(1+tau) and scales the pus
   CHECK(m.velocity()[0] == 1.0f);  // (not committed yet)
   m.commit();
   CHECK(m.velocity()[0] == Approx(1.81f));  // the state is the velocity, unscaled
+}
+
+TEST_CASE("weight prediction: the gradient point is params - lr * tau * (the direction last pushed), momentum's default",
+          "[momentum][prediction]") {
+  CHECK(mnist_async::OptimizerConfig{.name = "momentum"}.predicts());  // the default correction
+  CHECK_FALSE(mnist_async::OptimizerConfig{.name = "momentum", .momentum_correction = "staleness"}.predicts());
+  CHECK_FALSE(mnist_async::OptimizerConfig{.name = "momentum", .momentum_correction = "none"}.predicts());
+  CHECK_FALSE(mnist_async::OptimizerConfig{.name = "adam"}.predicts());
+  CHECK(mnist_async::OptimizerConfig{.name = "adam", .weight_prediction = true}.predicts());
+
+  mnist_async::WorkerOptimizer m(2, {.name = "momentum", .momentum = 0.5});
+  const std::vector<float> params = {1.0f, 2.0f}, g1 = {1.0f, -2.0f}, g2 = {0.5f, 0.0f}, bad = {8.0f, 8.0f};
+  std::vector<float> out = {9.0f, 9.0f};
+  CHECK_FALSE(m.predict(params, 0.1, 7, out));  // nothing pushed yet: out untouched
+  CHECK(out == std::vector<float>{9.0f, 9.0f});
+  auto d = m.propose(g1, 7);  // predict applies mu as given: v = g1
+  CHECK(m.momentum_applied() == 0.5);
+  CHECK(std::vector<float>(d.begin(), d.end()) == g1);
+  m.commit();
+  REQUIRE(m.predict(params, 0.1, 7, out));  // (1, 2) - 0.1 * 7 * (1, -2)
+  CHECK(out[0] == Approx(0.3f));
+  CHECK(out[1] == Approx(3.4f));
+  d = m.propose(g2, 7);  // v = 0.5 * (1, -2) + (0.5, 0) = (1, -1)
+  m.commit();
+  (void)m.propose(bad, 7);  // rejected: the prediction keeps the direction that landed
+  REQUIRE(m.predict(params, 0.5, 2, out));  // (1, 2) - 0.5 * 2 * (1, -1)
+  CHECK(out[0] == Approx(0.0f));
+  CHECK(out[1] == Approx(3.0f));
+  std::vector<float> wrong(3);
+  CHECK_FALSE(m.predict(params, 0.5, 2, wrong));  // a size that is not the model's
+
+  mnist_async::WorkerOptimizer sgd(2, {.name = "sgd", .weight_prediction = true});
+  (void)sgd.propose(g1, 3);  // sgd's direction is the gradient itself
+  sgd.commit();
+  REQUIRE(sgd.predict(params, 0.1, 3, out));  // (1, 2) - 0.3 * (1, -2)
+  CHECK(out[0] == Approx(0.7f));
+  CHECK(out[1] == Approx(2.6f));
+  mnist_async::WorkerOptimizer plain(2, {.name = "sgd"});
+  (void)plain.propose(g1, 3);
+  plain.commit();
+  CHECK_FALSE(plain.predict(params, 0.1, 3, out));  // prediction off: no direction kept
 }
 
 TEST_CASE("adam and adagrad follow their formulas on the worker; sgd pushes the gradient itself", "[optimizer]") {

@@ -1,6 +1,7 @@
 // Proves: the library refuses, with one message naming the field or argument, every Options /
 // CheckpointOptions value out of range or without effect, and every ParamLayout entry that
-// cannot work (names that are not file names, too many dimensions, sizes that would wrap).
+// cannot work (names that are not file names, too many dimensions, sizes that would wrap); and
+// the factor Options::staleness_lr scales an update by, absolute and relative.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -14,6 +15,7 @@
 #include "asyncps/param_layout.h"
 #include "asyncps/session.h"
 #include "asyncps/stall_watch.h"
+#include "asyncps/staleness.h"
 
 using namespace asyncps;
 
@@ -117,6 +119,11 @@ TEST_CASE("options that would have no effect are refused", "[validation]") {
     o.staleness_lr_power = bad;
     refused(o, "Options::staleness_lr_power must be in (0, 2]");
   }
+  o = {};
+  o.staleness_lr_relative = true;  // without staleness_lr: no effect
+  refused(o, "Options::staleness_lr_relative has no effect");
+  o.staleness_lr = true;
+  CHECK_NOTHROW(validate(o));
   o = {};
   o.mode = Mode::Sync;
   o.overlap = true;
@@ -244,4 +251,25 @@ TEST_CASE("every choice of the Options enums has one name, parsed back to itself
   }
   CHECK_THROWS_AS(parse_choice<ServerProgress>("Auto", "Options::server_progress"), ConfigError);  // case matters
   CHECK_THROWS_AS(parse_choice<PullMethod>("", "Options::pull"), ConfigError);
+}
+
+TEST_CASE("the staleness learning rate: 1/max(1, tau)^p absolute, ((1 + mean)/(1 + tau))^p relative",
+          "[validation][staleness]") {
+  CHECK(staleness_lr_scale(0, 7, 1, false) == 1.0);  // tau 0 counts as 1: never lifted
+  CHECK(staleness_lr_scale(4, 7, 1, false) == Approx(0.25));
+  CHECK(staleness_lr_scale(4, 7, 0.5, false) == Approx(0.5));
+  CHECK(staleness_lr_scale(8, 0, 1.5, false) == Approx(1.0 / std::pow(8.0, 1.5)));
+  // relative: 1 at the mean, damped above it, lifted below it
+  CHECK(staleness_lr_scale(7, 7, 0.5, true) == Approx(1.0));
+  CHECK(staleness_lr_scale(15, 7, 1, true) == Approx(0.5));
+  CHECK(staleness_lr_scale(1, 7, 1, true) == Approx(4.0));
+  CHECK(staleness_lr_scale(31, 7, 0.5, true) == Approx(0.5));
+  CHECK(staleness_lr_scale(0, 0, 1, true) == Approx(1.0));  // W = 1: always 1
+  CHECK(staleness_lr_scale(-3, -1, 1, true) == Approx(1.0));  // (negative inputs count as 0)
+  // a uniform staleness (tau = W - 1 everywhere, as on a few cores) leaves the relative rule at 1
+  // and cuts the absolute one to 1/sqrt(W - 1)
+  for (int tau : {1, 3, 7}) {
+    CHECK(staleness_lr_scale(tau, tau, 0.5, true) == Approx(1.0));
+    CHECK(staleness_lr_scale(tau, tau, 0.5, false) == Approx(1.0 / std::sqrt(tau)));
+  }
 }

@@ -201,6 +201,8 @@ bad_sessions = [
     (TypeError, lambda: S(layout, staleness_lr=1), "staleness_lr must be True or False"),
     (asyncps.ConfigError, lambda: S(layout, staleness_lr=True, staleness_lr_power=0.0), "staleness_lr_power"),
     (asyncps.ConfigError, lambda: S(layout, staleness_lr_power=1.0), "has no effect"),
+    (asyncps.ConfigError, lambda: S(layout, staleness_lr_relative=True), "staleness_lr_relative has no effect"),
+    (TypeError, lambda: S(layout, staleness_lr=True, staleness_lr_relative="yes"), "staleness_lr_relative must be"),
     (TypeError, lambda: S(layout, staleness_lr=True, staleness_lr_power="1"), "staleness_lr_power must be a number"),
     (asyncps.ConfigError, lambda: S(layout, dc_lambda=float("nan")), "dc_lambda"),
     (asyncps.ConfigError, lambda: S(layout, dc_lambda=-1.0), "dc_lambda"),

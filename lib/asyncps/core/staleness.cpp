@@ -1,4 +1,4 @@
-// defines: StalenessHistogram
+// defines: StalenessHistogram, staleness_lr_scale
 #include "asyncps/staleness.h"
 
 #include <algorithm>
@@ -47,6 +47,13 @@ StalenessHistogram StalenessHistogram::from_vector(std::span<const double> v) {
   h.sum_ = v[kBins + 1];
   h.max_ = static_cast<std::int64_t>(v[kBins + 2]);
   return h;
+}
+
+double staleness_lr_scale(std::int64_t tau, double mean_tau, double power, bool relative) noexcept {
+  tau = std::max<std::int64_t>(tau, 0);
+  const double t = relative ? (1.0 + static_cast<double>(tau)) / (1.0 + std::max(mean_tau, 0.0))
+                            : static_cast<double>(std::max<std::int64_t>(1, tau));
+  return 1.0 / (power == 1.0 ? t : power == 0.5 ? std::sqrt(t) : std::pow(t, power));
 }
 
 }  // namespace asyncps

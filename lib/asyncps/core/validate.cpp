@@ -46,6 +46,8 @@ void validate(const Options& o) {
   require(o.staleness_lr || o.staleness_lr_power == Options{}.staleness_lr_power,
           "Options::staleness_lr_power has no effect unless Options::staleness_lr is on (got power " +
               show(o.staleness_lr_power) + ")");
+  require(o.staleness_lr || !o.staleness_lr_relative,
+          "Options::staleness_lr_relative has no effect unless Options::staleness_lr is on");
   require(in_range(o.dc_lambda, 0, 1e6), "Options::dc_lambda must be in [0, 1e6], got " + show(o.dc_lambda));
   require(o.dc_lambda == 0 || o.mode != Mode::Sync,
           "Options::dc_lambda is for async and ssp: sync mode has no delay to compensate");

@@ -55,7 +55,7 @@ std::array<std::uint64_t, 13> fingerprint(const ParamLayout& layout, const Optio
   return {layout.hash(), layout.size(), static_cast<std::uint64_t>(o.num_servers),
           static_cast<std::uint64_t>(o.pull), o.chunk_bytes, static_cast<std::uint64_t>(o.mode),
           static_cast<std::uint64_t>(o.staleness),
-          o.staleness_lr ? 1 | (static_cast<std::uint64_t>(power) << 32) : 0,
+          o.staleness_lr ? 1 | (o.staleness_lr_relative ? 2 : 0) | (static_cast<std::uint64_t>(power) << 32) : 0,
           static_cast<std::uint64_t>(o.overlap), static_cast<std::uint64_t>(!o.timeline.empty()),
           checkpoint_hash(o.checkpoint), stall, dc};
 }
@@ -79,7 +79,7 @@ void check_same_everywhere(MPI_Comm comm, const ParamLayout& layout, const Optio
     } else if (f[2] != f0[2]) {
       msg << "number of servers differs between ranks: rank " << r << " has " << f[2] << ", rank 0 has " << f0[2];
     } else if (f[5] != f0[5] || f[6] != f0[6] || f[7] != f0[7] || f[12] != f0[12]) {
-      msg << "synchronisation mode differs between ranks (rank " << r << " vs rank 0): every rank must be given the same Options::mode, Options::staleness, Options::staleness_lr (and its power) and Options::dc_lambda";
+      msg << "synchronisation mode differs between ranks (rank " << r << " vs rank 0): every rank must be given the same Options::mode, Options::staleness, Options::staleness_lr (its power and relative choice) and Options::dc_lambda";
     } else if (f[10] != f0[10]) {
       msg << "checkpoint options differ between ranks (rank " << r
           << " vs rank 0): every rank must be given the same checkpoint directory, save interval, "

@@ -188,10 +188,12 @@ class ClaimedSteps : public StepMode {
     std::int64_t tau = -1;
     if (t_.options().staleness_lr) {  // needs tau now: one read of the steps claimed since ours
       tau = std::max<std::int64_t>(0, control_.global_step() - out.global_step);
-      // scale / max(1, tau)^power (power 1: Zhang et al.'s 1/tau; 0.5: 1/sqrt(tau))
-      const double p = t_.options().staleness_lr_power;
-      const double t = static_cast<double>(std::max<std::int64_t>(1, tau));
-      scale = static_cast<float>(scale / (p == 1.0 ? t : p == 0.5 ? std::sqrt(t) : std::pow(t, p)));
+      // scale / max(1, tau)^power (power 1: Zhang et al.'s 1/tau; 0.5: 1/sqrt(tau)); relative:
+      // scale * ((1 + mean tau) / (1 + tau))^power, mean tau the job's: W - 1 (Little's law: W
+      // updates in flight), one more with overlap (the prefetched claim counts the worker's own)
+      const double mean = static_cast<double>(t_.num_workers() - 1 + (t_.options().overlap ? 1 : 0));
+      scale = static_cast<float>(scale * staleness_lr_scale(tau, mean, t_.options().staleness_lr_power,
+                                                            t_.options().staleness_lr_relative));
     }
     if (t_.options().dc_lambda > 0) {  // g + lambda * g*g*(w_now - w_read): one more read of the arena
       const auto t_dc = WorkerClock::now();
