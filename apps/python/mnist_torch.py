@@ -96,13 +96,14 @@ def main():
             # TF1 ExponentialMovingAverage, advanced per GLOBAL step: the decays of the global steps
             # since the chief's last apply, min(decay, (1+n)/(10+n)) each
             now = opt.global_step
+            pulled = opt.pulled  # (the module's own, unless weight prediction moved it ahead)
             if ema_step is None:
-                ema[:], ema_step = params, now - 1
+                ema[:], ema_step = pulled, now - 1
             keep = 1.0
             for n in range(ema_step + 1, now + 1) if now > ema_step else (now,):  # (no step past the last: one)
                 keep *= min(args.ema, (1 + n) / (10 + n))
             ema *= keep
-            ema += (1 - keep) * params
+            ema += (1 - keep) * pulled
             ema_step = max(ema_step, now)
             if local % args.log_every == 0:
                 w.store_shadow(ema)

@@ -6,6 +6,11 @@
   - momentum's staleness correction sets mu^(1 + tau) in the wrapped optimizer's group (W = 2: tau 1
     before it is measured, so 0.25 for 0.5), "none" leaves mu as given; Adam's state stays on the worker
     and its run ends finite;
+  - weight prediction (momentum's default): between steps the module holds the pulled parameters plus
+    tau times the update last pushed (tau 1 at W = 2 before it is measured: -lr, -1.5 lr, -1.75 lr for
+    mu 0.5 and a gradient of ones), opt.pulled the pulled ones; none before the first push;
+  - a NaN gradient is not given to the wrapped optimizer: its momentum buffer stays as it was, the
+    step counts as non-finite (not pushed), and the next steps go on from the old state;
   - after done, step() raises; finish() ends the worker; servers return with exit_servers=False."""
 import os
 import sys
@@ -56,55 +61,104 @@ refused(ValueError, lambda: AO(sgd, net, steps=True), "steps must be a positive 
 refused(ValueError, lambda: AO(sgd, net, steps=2 ** 70), "at most 2^62", "steps=2^70")
 refused(ValueError, lambda: AO(sgd, net, steps=1.5), "steps must be a positive int", "steps=1.5")
 refused(ValueError, lambda: AO(sgd, net, steps=4, momentum_correction="half"), "momentum_correction", "correction")
+refused(TypeError, lambda: AO(sgd, net, steps=4, weight_prediction=1), "weight_prediction must be a bool",
+        "weight_prediction=1")
 stray = torch.nn.Parameter(torch.zeros(3))
 refused(ValueError, lambda: AO(torch.optim.SGD([stray], lr=0.1), model(), steps=4), "not a trainable parameter",
         "a tensor outside the module")
 
 
-def job(opt_factory, steps, **kw):
-    """A plain PyTorch loop with AsyncOptimizer; returns (opt, net, local steps, momentum seen)."""
+def job(opt_factory, steps, grad_at=None, **kw):
+    """A plain PyTorch loop with AsyncOptimizer; returns (opt, net, local steps, momentum seen,
+    (module - pulled) before each step). grad_at(local step): the gradient's value (default 1)."""
     net = model()
     opt = AO(opt_factory(net), net, steps=steps, exit_servers=False, **kw)
     if opt.is_server:
         check(opt.done and opt.worker is None, "a server's optimizer is done at once, without a worker")
-        return opt, net, 0, []
-    local, seen = 0, []
+        return opt, net, 0, [], []
+    local, seen, ahead = 0, [], []
     while not opt.done:
+        ahead.append(float((net.weight.detach().flatten() - torch.from_numpy(opt.pulled)).abs().max()) *
+                     (1 if float((net.weight.detach().flatten() - torch.from_numpy(opt.pulled)).sum()) >= 0 else -1))
         opt.zero_grad()
-        net.weight.grad += 1.0  # a gradient of ones, as a backward() would leave it
+        net.weight.grad += 1.0 if grad_at is None else grad_at(local)  # as a backward() would leave it
         opt.step()
         seen.append(opt.param_groups[0].get("momentum"))
         local += 1
-    return opt, net, local, seen
+    return opt, net, local, seen, ahead
 
 
 # ---- SGD: exactly `steps` updates of the wrapped optimizer's own step
-opt, net, local, _ = job(lambda m: torch.optim.SGD(m.parameters(), lr=0.125), 40)
+opt, net, local, _, ahead = job(lambda m: torch.optim.SGD(m.parameters(), lr=0.125), 40)
 if not opt.is_server:
     check(bool(torch.all(net.weight == -5.0)), f"40 updates of -1/8 from 0: {net.weight.tolist()}")
     check(local >= 1, f"this worker took {local} steps")
+    check(all(a == 0 for a in ahead), f"plain SGD predicts nothing: the module holds the pulled parameters {ahead[:3]}")
     refused(RuntimeError, lambda: opt.step(), "the job is done", "step after done")
     check(opt.worker.stats["pushes"] == local, f"pushes {opt.worker.stats['pushes']} = local steps {local}")
     opt.finish()
     check(opt.worker.finished, "finish() finished the worker")
 
 # ---- momentum: the correction in the wrapped optimizer's group, and without it
-opt, net, local, seen = job(lambda m: torch.optim.SGD(m.parameters(), lr=0.01, momentum=0.5), 30)
+opt, net, local, seen, _ = job(lambda m: torch.optim.SGD(m.parameters(), lr=0.01, momentum=0.5), 30,
+                               momentum_correction="staleness")
 if not opt.is_server:
     check(seen and abs(seen[0] - 0.25) < 1e-12, f"mu' = 0.5^(1 + 1) before tau is measured: {seen[:3]}")
     check(bool(torch.isfinite(net.weight).all()), "momentum run finite")
     opt.finish()
-opt, net, local, seen = job(lambda m: torch.optim.SGD(m.parameters(), lr=0.01, momentum=0.5), 10,
-                            momentum_correction="none")
+opt, net, local, seen, ahead = job(lambda m: torch.optim.SGD(m.parameters(), lr=0.01, momentum=0.5), 10,
+                                   momentum_correction="none")
 if not opt.is_server:
     check(all(m == 0.5 for m in seen), f"correction none: mu as given: {seen[:3]}")
+    check(all(a == 0 for a in ahead), f"correction none: no prediction {ahead[:3]}")
     opt.finish()
 
 # ---- Adam: its state on the worker, the run finite and moving the weights
-opt, net, local, _ = job(lambda m: torch.optim.Adam(m.parameters(), lr=0.01), 20)
+opt, net, local, _, _ = job(lambda m: torch.optim.Adam(m.parameters(), lr=0.01), 20)
 if not opt.is_server:
     check(bool(torch.isfinite(net.weight).all()) and bool(torch.all(net.weight < 0)), f"Adam: {net.weight.tolist()}")
     check(len(opt.optimizer.state) == 1, "Adam's state is the wrapped optimizer's, on this worker")
+    opt.finish()
+
+# ---- weight prediction, momentum's default: the module is ahead by tau * (the update last pushed)
+opt, net, local, seen, ahead = job(lambda m: torch.optim.SGD(m.parameters(), lr=0.01, momentum=0.5), 12)
+if not opt.is_server:
+    check(all(m == 0.5 for m in seen), f"predict applies mu as given: {seen[:3]}")
+    # tau is 1 (W - 1) until 20 updates are measured; the updates are -lr * v, v = 1, 1.5, 1.75, ...
+    want = [0.0] + [-0.01 * (2 - 0.5 ** k) for k in range(len(ahead) - 1)]
+    check(len(ahead) >= 2 and all(abs(a - w) < 1e-6 for a, w in zip(ahead, want)),
+          f"module - pulled before each step: {ahead[:4]}, want {want[:4]}")
+    check(bool(torch.isfinite(net.weight).all()), "predicted momentum run finite")
+    check(bool(torch.equal(net.weight.detach().flatten(), torch.from_numpy(opt.pulled))),
+          "once done the module holds the final parameters, not a prediction")
+    opt.finish()
+
+# ---- a NaN gradient: the wrapped optimizer does not step, its momentum stays, the update is not pushed
+buffers, ends = [], []
+
+
+def nan_at_2(k):
+    return float("nan") if k == 2 else 1.0
+
+
+net = model()
+opt = AO(torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.5), net, steps=16, exit_servers=False)
+if not opt.is_server:
+    k = 0
+    while not opt.done:
+        opt.zero_grad()
+        net.weight.grad += nan_at_2(k)
+        opt.step()
+        st = opt.optimizer.state[net.weight]
+        buffers.append(st["momentum_buffer"].clone())
+        ends.append(opt.last_end.nonfinite)
+        k += 1
+    check(len(ends) >= 4 and ends[2] and not any(ends[:2] + ends[3:]), f"only step 2 is non-finite: {ends[:5]}")
+    check(len(buffers) >= 4 and torch.equal(buffers[2], buffers[1]) and bool(torch.isfinite(buffers[3]).all()),
+          f"the momentum buffer skips the NaN step: {[b.flatten()[0].item() for b in buffers[:4]]}")
+    check(abs(buffers[3].flatten()[0].item() - (0.5 * 1.5 + 1)) < 1e-6, f"then goes on from 1.5: {buffers[3].flatten()[0].item()}")
+    check(opt.worker.stats["nonfinite"] == 1, f"one non-finite update counted: {opt.worker.stats['nonfinite']}")
+    check(bool(torch.isfinite(net.weight).all()), "the run after a NaN gradient ends finite")
     opt.finish()
 
 if failures:
