@@ -51,15 +51,28 @@ MODES = {
                      "async, lr/staleness (Zhang et al.)"),
     "staleness_lr_sqrt": (["--mode", "async", "--staleness_lr", "--staleness_lr_power", "0.5"], False,
                           "async, lr/sqrt(staleness) (the default power)"),
+    "staleness_lr_rel": (["--mode", "async", "--staleness_lr", "--staleness_lr_relative", "--staleness_lr_power", "1"],
+                         False, "async, lr x W/(1+staleness) (relative)"),
     "dc": (["--mode", "async", "--dc_lambda", "0.04"], False, "async, DC-ASGD lambda 0.04"),
     "momentum": (["--mode", "async", "--optimizer", "momentum", "--momentum", "0.9",
-                  "--learning_rate", "0.001"], False, "async, momentum 0.9, lr 0.001 (staleness-corrected)"),
+                  "--learning_rate", "0.001"], False, "async, momentum 0.9, lr 0.001 (weight prediction)"),
     "momentum_lr5": (["--mode", "async", "--optimizer", "momentum", "--momentum", "0.9",
-                      "--learning_rate", "0.005"], False, "async, momentum 0.9, lr 0.005 (staleness-corrected)"),
+                      "--learning_rate", "0.005"], False, "async, momentum 0.9, lr 0.005 (weight prediction)"),
+    "momentum_lr5_staleness": (["--mode", "async", "--optimizer", "momentum", "--momentum", "0.9",
+                                "--momentum_correction", "staleness", "--learning_rate", "0.005"], False,
+                               "async, momentum 0.9, lr 0.005, mu^(1+staleness)"),
     "momentum_lr5_none": (["--mode", "async", "--optimizer", "momentum", "--momentum", "0.9",
                            "--momentum_correction", "none", "--learning_rate", "0.005"], False,
                           "async, momentum 0.9, lr 0.005, uncorrected"),
     "adam": (["--mode", "async", "--optimizer", "adam", "--learning_rate", "0.001"], False, "async, Adam, lr 0.001"),
+    "adam_wp": (["--mode", "async", "--optimizer", "adam", "--learning_rate", "0.001", "--weight_prediction"], False,
+                "async, Adam, lr 0.001, weight prediction"),
+    # a straggler (the last worker sleeps 10 ms a step): staleness no longer uniform
+    "straggler": (["--mode", "async", "--straggler_ms", "10"], False, "async, straggler 10 ms"),
+    "straggler_sqrt": (["--mode", "async", "--straggler_ms", "10", "--staleness_lr"], False,
+                       "async, straggler 10 ms, lr/sqrt(staleness)"),
+    "straggler_rel": (["--mode", "async", "--straggler_ms", "10", "--staleness_lr", "--staleness_lr_relative",
+                       "--staleness_lr_power", "1"], False, "async, straggler 10 ms, lr x W/(1+staleness)"),
     "adagrad": (["--mode", "async", "--optimizer", "adagrad", "--learning_rate", "0.02"], False,
                 "async, Adagrad, lr 0.02"),
 }
@@ -311,7 +324,7 @@ def plots(rows, args, out_dir):
     g = group(rows)
     w = max(args.workers)
     colors = plt.get_cmap("tab10").colors
-    style = {m: dict(color=colors[i % 10], ls="-" if i < 10 else "--") for i, m in enumerate(MODES)}
+    style = {m: dict(color=colors[i % 10], ls=("-", "--", ":")[i // 10 % 3]) for i, m in enumerate(MODES)}
     written = []
 
     fig, axes = plt.subplots(1, 2, figsize=(13, 5))
