@@ -91,9 +91,10 @@ class EmbeddingTable {
   // grads[i*dim, (i+1)*dim) is the gradient of keys[i]'s row; the gradients of keys that share
   // a row are summed first, then each row is updated once (Sgd: row += scale * g; Adagrad: see
   // above, scale = -learning rate). A gradient holding NaN or Inf (or one that overflows when
-  // scaled) sends nothing and counts in stats().nonfinite. Returns once the update has left this
-  // rank (its buffers free); it lands before this worker's next pull_rows and before drain()
-  // returns. ConfigError for sizes that do not match, a non-finite scale, or after drain().
+  // scaled) sends nothing and counts in stats().nonfinite. Returns with the update in flight
+  // (from the table's own buffer: keys and grads are free at once), so that it flies during the
+  // dense step; it lands before this worker's next pull_rows of those rows reads them and
+  // before drain() returns. ConfigError for sizes that do not match, a non-finite scale, or after drain().
   RowPush push_rows(std::span<const std::uint64_t> keys, std::span<const float> grads, float scale);
 
   // Adagrad's epsilon in scale * g / (sqrt(acc) + eps) (default 1e-8; finite, >= 0).

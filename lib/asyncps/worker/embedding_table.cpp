@@ -44,6 +44,11 @@ struct detail::TableState {
   std::vector<float> acc;
   std::vector<float> fresh;
   std::vector<std::size_t> cached;  // fresh[u]'s place in acc, or kNotCached
+  // the last push, in flight: its own buffer, completed locally only when the next push needs
+  // the buffer or the worker settles (so that it flies during the dense step and the compute)
+  std::vector<float> push_buf;
+  RmaBatch push_inflight;
+  bool push_pending = false;
 };
 
 namespace {
@@ -59,7 +64,14 @@ class TableLayer final : public detail::WorkerLayer {
   }
   std::vector<std::unique_ptr<detail::TableState>> owned;
   void settle() override {
+    for (auto& st : owned) complete_push(t_, *st);
     if (t_.channel().pending(Table::Rows)) t_.channel().flush(Table::Rows);
+  }
+  // The last push's buffer is free again (its writes complete at the servers by the next flush).
+  static void complete_push(detail::WorkerTransport& t, detail::TableState& st) {
+    if (!st.push_pending) return;
+    st.push_pending = false;
+    t.channel().complete_local(st.push_inflight);
   }
 
  private:
@@ -210,14 +222,16 @@ RowPush EmbeddingTable::push_rows(std::span<const std::uint64_t> keys, std::span
     result.nonfinite = true;
     return result;
   }
+  TableLayer::complete_push(t, st);  // the last push's buffer, before it is written again
   group(st, keys);
   const std::size_t d = static_cast<std::size_t>(dim), s = static_cast<std::size_t>(stride);
   const RowPlan& plan = t.session().row_plan();
   // row u's place in buf = the sum of the gradients of its keys (in sorted order: the same sum on
   // every run); the gap rows stay 0
-  st.buf.assign(plan_runs(st, plan), 0.f);
+  std::vector<float>& buf = st.push_buf;
+  buf.assign(plan_runs(st, plan), 0.f);
   for (const auto& [row, i] : st.order) {
-    float* dst = st.buf.data() + st.pos[st.slot[i]];
+    float* dst = buf.data() + st.pos[st.slot[i]];
     const float* g = grads.data() + static_cast<std::size_t>(i) * d;
     for (std::size_t c = 0; c < d; ++c) dst[c] += g[c];
   }
@@ -243,7 +257,7 @@ RowPush EmbeddingTable::push_rows(std::span<const std::uint64_t> keys, std::span
     if (any) ch.complete_local(reads);
     // buf[u] = [scale * g / (sqrt(acc + mean(g^2)) + eps) ..., mean(g^2)]
     for (std::size_t u = 0; u < st.rows.size(); ++u) {
-      float* row = st.buf.data() + st.pos[u];
+      float* row = buf.data() + st.pos[u];
       double g2 = 0;
       for (std::size_t c = 0; c < d; ++c) g2 += static_cast<double>(row[c]) * row[c];
       const double add = g2 / static_cast<double>(d);
@@ -253,9 +267,9 @@ RowPush EmbeddingTable::push_rows(std::span<const std::uint64_t> keys, std::span
       if (st.cached[u] != kNotCached) st.acc[st.cached[u]] += row[d];  // (a second push before a pull sees its own)
     }
   } else {
-    for (float& x : st.buf) x *= scale;
+    for (float& x : buf) x *= scale;
   }
-  if (!detail::all_finite(st.buf.data(), st.buf.size())) {  // (scale * g overflowed)
+  if (!detail::all_finite(buf.data(), buf.size())) {  // (scale * g overflowed)
     ++st.stats.nonfinite;
     result.nonfinite = true;
     return result;
@@ -263,14 +277,17 @@ RowPush EmbeddingTable::push_rows(std::span<const std::uint64_t> keys, std::span
   RmaBatch batch = ch.batch();
   for (const auto& run : st.runs) {
     ch.add_run(Table::Rows, run.server, static_cast<MPI_Aint>(plan.offset_of(st.index, run.server, run.first_row)),
-               st.buf.data() + run.buf, static_cast<std::size_t>(run.rows) * s, batch);
+               buf.data() + run.buf, static_cast<std::size_t>(run.rows) * s, batch);
     ++st.stats.runs;
   }
-  ch.complete_local(batch);  // buf is free again; the rows are complete at the servers by the next flush
+  // in flight: completed locally by the next push of this table (or the worker's settle), at the
+  // servers by the next flush
+  st.push_inflight = std::move(batch);
+  st.push_pending = true;
   ++st.stats.pushes;
   st.stats.keys_pushed += keys.size();
   st.stats.rows_pushed += st.rows.size();
-  st.stats.bytes_pushed += st.buf.size() * sizeof(float);
+  st.stats.bytes_pushed += buf.size() * sizeof(float);
   st.stats.push_seconds += detail::seconds_since(t0);
   result.applied = true;
   result.rows = st.rows.size();
