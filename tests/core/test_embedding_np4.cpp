@@ -1,5 +1,6 @@
 // Proves: embedding tables sharded over 2 servers start at their seeded values, the same on
-// every worker; concurrent row pushes from 2 workers (duplicate keys within a batch, keys that
+// every worker; a push returns in flight with the caller's buffer free, and the worker's next
+// pull reads it exactly; concurrent row pushes from 2 workers (duplicate keys within a batch, keys that
 // share a row, rows on both servers, runs cut at the servers' boundary) sum exactly; a
 // non-finite gradient sends nothing; row-wise Adagrad does what its formula says; and the calls
 // refuse bad sizes, scales and calls after drain() with one message; a job's tables (rows and
@@ -7,6 +8,7 @@
 // servers + 2 workers; np3 and the pt2pt/TCP variants run it with 1 server.)
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <cstdlib>
@@ -101,8 +103,31 @@ TEST_CASE("embedding rows: seeded start, exact concurrent sums, non-finite guard
   CHECK(refused.nonfinite);
   CHECK(sum.stats().nonfinite == 1);
 
-  // concurrent pushes: expected[row][c] = sum over workers, pushes and keys of that row
+  // a push returns in flight: the caller's buffer is free at once (overwritten here), and this
+  // worker's next pull of the rows reads the push exactly; then a second push (which completes
+  // the first's buffer) takes them back to 0 for the sums below. Worker 0 alone, the others wait.
   MPI_Barrier(workers);
+  if (me == 0) {
+    const std::vector<std::uint64_t> own = {4321, 17, 4321};
+    std::vector<float> g(own.size() * kDim), back(own.size() * kDim);
+    for (std::size_t i = 0; i < g.size(); ++i) g[i] = static_cast<float>(i + 1);
+    const std::vector<float> sent = g;
+    REQUIRE(sum.push_rows(own, g, 1.f).applied);
+    std::fill(g.begin(), g.end(), 1000.f);  // the caller's buffer, reused before anything completes
+    sum.pull_rows(own, back);
+    for (int c = 0; c < kDim; ++c) {
+      const auto cc = static_cast<std::size_t>(c);
+      CHECK(back[cc] == sent[cc] + sent[2 * kDim + cc]);         // key 4321: its two gradients summed
+      CHECK(back[kDim + cc] == sent[kDim + cc]);                 // key 17
+      CHECK(back[2 * kDim + cc] == back[cc]);                    // the same row twice
+    }
+    REQUIRE(sum.push_rows(own, sent, -1.f).applied);  // undone: every row back to exactly 0
+    sum.pull_rows(own, back);
+    for (float x : back) CHECK(x == 0.f);
+  }
+  MPI_Barrier(workers);
+
+  // concurrent pushes: expected[row][c] = sum over workers, pushes and keys of that row
   std::map<std::uint64_t, std::vector<double>> expected;
   for (int ww = 0; ww < roles.num_workers(); ++ww)
     for (int p = 0; p < kPushes; ++p) {
@@ -127,8 +152,9 @@ TEST_CASE("embedding rows: seeded start, exact concurrent sums, non-finite guard
       CHECK(pulled[0] >= 1.f);
     }
   }
-  CHECK(sum.stats().pushes == kPushes);
-  CHECK(sum.stats().keys_pushed == kPushes * batch_keys(me, 0).size());
+  const std::size_t own_pushes = me == 0 ? 2 : 0;  // (the two of the in-flight check above, 3 keys each)
+  CHECK(sum.stats().pushes == kPushes + own_pushes);
+  CHECK(sum.stats().keys_pushed == kPushes * batch_keys(me, 0).size() + 3 * own_pushes);
   // every row's sum, exactly, after every worker is done
   w.drain();
   std::vector<std::uint64_t> keys;
