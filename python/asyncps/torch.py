@@ -199,7 +199,7 @@ class AsyncOptimizer:
       (docs/CONVERGENCE.md), where the plain rule diverged.
     - "staleness": mu' = mu^(1 + tau), and the update pushed times sqrt((1 - mu') / (1 - mu)).
     - "none": mu as given, the gradient at the parameters pulled.
-    weight_prediction=True predicts for every optimizer (Adam gains from it).
+    weight_prediction=True predicts for every optimizer (Adam gains from it; refused with mode="sync").
     opt.global_step is the step of the parameters pulled (for a learning-rate schedule),
     opt.worker the asyncps.WorkerClient (store_shadow, staleness, ...), opt.session the Session.
     """
@@ -225,6 +225,9 @@ class AsyncOptimizer:
         if not isinstance(weight_prediction, bool):
             raise TypeError(f"asyncps: AsyncOptimizer: weight_prediction must be a bool "
                             f"(got {type(weight_prediction).__name__})")
+        if weight_prediction and session_options.get("mode") == "sync":
+            raise ValueError("asyncps: AsyncOptimizer: weight_prediction is for async and ssp: a sync round's "
+                             "parameters do not move while it computes")
         self.optimizer = optimizer
         self.arena = ModuleArena(module)
         # every tensor the optimizer updates must be one of the module's (now the arena's)

@@ -1,6 +1,7 @@
 """Proves (mpirun -np 3: 1 server, 2 workers) asyncps.torch.AsyncOptimizer:
   - hostile arguments are refused on every rank alike, before the Session (a non-optimizer, a non-module,
-    steps 0 or True, an unknown momentum_correction, an optimizer over a tensor outside the module);
+    steps 0 or True, an unknown momentum_correction, weight_prediction not a bool or with sync mode,
+    an optimizer over a tensor outside the module);
   - a plain loop with it runs exactly `steps` updates: SGD with lr 1/8 and a gradient of ones on every
     worker ends, on every worker, at init - 40/8 exactly (the wrapped optimizer's own update, pushed);
   - momentum's staleness correction sets mu^(1 + tau) in the wrapped optimizer's group (W = 2: tau 1
@@ -63,6 +64,8 @@ refused(ValueError, lambda: AO(sgd, net, steps=1.5), "steps must be a positive i
 refused(ValueError, lambda: AO(sgd, net, steps=4, momentum_correction="half"), "momentum_correction", "correction")
 refused(TypeError, lambda: AO(sgd, net, steps=4, weight_prediction=1), "weight_prediction must be a bool",
         "weight_prediction=1")
+refused(ValueError, lambda: AO(sgd, net, steps=4, weight_prediction=True, mode="sync"), "is for async and ssp",
+        "weight_prediction in sync mode")
 stray = torch.nn.Parameter(torch.zeros(3))
 refused(ValueError, lambda: AO(torch.optim.SGD([stray], lr=0.1), model(), steps=4), "not a trainable parameter",
         "a tensor outside the module")
