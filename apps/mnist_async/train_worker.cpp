@@ -103,7 +103,8 @@ int run_worker(const Config& config, asyncps::Session& session) {
     const double tau = config.library.mode == asyncps::Mode::Sync ? 0.0  // (a round's updates have none)
                        : seen.count() >= 20 ? seen.mean() : static_cast<double>(roles.num_workers() - 1);
     const auto t_compute = Clock::now();
-    // the gradient where the arena will be when this update lands, tau pushes on (--momentum_correction predict, --weight_prediction)
+    // the gradient where the arena will be when this update lands, tau pushes on
+    // (--momentum_correction predict, --weight_prediction)
     const bool predicted = config.optimizer.predicts() && tau > 0 && optimizer.predict(params, lr, tau, ahead);
     const std::span<const float> at = predicted ? std::span<const float>(ahead) : std::span<const float>(params);
     loss = backend->loss_and_grad(at, x, y, grad);
