@@ -25,7 +25,11 @@ WorkerOptimizer::WorkerOptimizer(std::size_t n, const OptimizerConfig& config) :
   else if (config.name == "adam") rule_ = Rule::Adam;
   else if (config.name == "adagrad") rule_ = Rule::Adagrad;
   else throw asyncps::ConfigError("--optimizer must be sgd, momentum, adam or adagrad, got '" + config.name + "'");
-  if (rule_ == Rule::Sgd) return;
+  if (config.predicts()) pushed_.assign(n, 0.f);  // (swapped with dir_ at every commit)
+  if (rule_ == Rule::Sgd) {
+    if (config.predicts()) dir_.assign(n, 0.f);
+    return;
+  }
   a_.assign(n, rule_ == Rule::Adagrad ? static_cast<float>(config.initial_accumulator) : 0.f);
   next_a_.assign(n, 0.f);
   if (rule_ == Rule::Adam) {
@@ -36,13 +40,18 @@ WorkerOptimizer::WorkerOptimizer(std::size_t n, const OptimizerConfig& config) :
 }
 
 std::span<const float> WorkerOptimizer::propose(std::span<const float> grad, double staleness) {
-  const std::span<const float> d = propose_direction(grad, staleness);
-  if (config_.predicts()) next_pushed_.assign(d.begin(), d.end());
-  return d;
+  if (rule_ == Rule::Sgd && config_.predicts()) {  // (sgd pushes the gradient itself: kept for the prediction)
+    if (grad.size() != dir_.size())
+      throw asyncps::Error("WorkerOptimizer: gradient has " + std::to_string(grad.size()) + " floats, the state " +
+                           std::to_string(dir_.size()));
+    std::copy(grad.begin(), grad.end(), dir_.begin());
+    return dir_;
+  }
+  return propose_direction(grad, staleness);
 }
 
 bool WorkerOptimizer::predict(std::span<const float> params, double lr, double horizon, std::span<float> out) const {
-  if (pushed_.empty() || pushed_.size() != params.size() || out.size() != params.size()) return false;
+  if (!have_pushed_ || pushed_.size() != params.size() || out.size() != params.size()) return false;
   const auto step = static_cast<float>(lr * horizon);
   for (std::size_t i = 0; i < params.size(); ++i) out[i] = params[i] - step * pushed_[i];  // [n]
   return true;
@@ -96,7 +105,10 @@ std::span<const float> WorkerOptimizer::propose_direction(std::span<const float>
 }
 
 void WorkerOptimizer::commit() {
-  if (config_.predicts()) pushed_.swap(next_pushed_);
+  if (config_.predicts()) {  // the direction that landed is the prediction's; dir_ is rewritten whole by propose
+    pushed_.swap(dir_);
+    have_pushed_ = true;
+  }
   if (rule_ == Rule::Sgd) return;
   a_.swap(next_a_);
   if (rule_ == Rule::Adam) {

@@ -74,7 +74,8 @@ class WorkerOptimizer {
   OptimizerConfig config_;
   Rule rule_;
   std::vector<float> a_, b_, next_a_, next_b_, dir_;  // first and second state, their candidates
-  std::vector<float> pushed_, next_pushed_;           // weight prediction: the last direction pushed
+  std::vector<float> pushed_;                         // weight prediction: the last direction pushed
+  bool have_pushed_ = false;
   std::int64_t t_ = 0;                                 // adam: updates committed
   double mu_applied_ = 0, push_scale_ = 1;
 };

@@ -41,6 +41,8 @@ class StalenessHistogram {
 // The factor Options::staleness_lr multiplies an update of staleness `tau` by:
 //   absolute  1 / max(1, tau)^power
 //   relative  ((1 + mean_tau) / (1 + tau))^power     (mean_tau: the job's mean staleness)
-double staleness_lr_scale(std::int64_t tau, double mean_tau, double power, bool relative) noexcept;
+// A negative tau or mean_tau counts as 0. ConfigError for a power outside (0, 2] (NaN included)
+// or a mean_tau that is not finite.
+double staleness_lr_scale(std::int64_t tau, double mean_tau, double power, bool relative);
 
 }  // namespace asyncps

@@ -332,13 +332,16 @@ class AsyncOptimizer:
         if self.worker is None or self.done:
             raise RuntimeError("asyncps: AsyncOptimizer.step: the job is done (opt.done)" if self.worker is not None
                                else "asyncps: AsyncOptimizer.step on a server rank")
-        if closure is None and not _math.isfinite(float(self.arena.grads_tensor.sum())):
+        grads = self.arena.grads_tensor
+        if (closure is None and not _math.isfinite(float(grads.sum()))  # (one pass; the exact test only then:
+                and not bool(_torch.isfinite(grads).all())):            # a sum of finite values can overflow)
             # a NaN or Inf gradient: the wrapped optimizer does not step (its momentum or moments
-            # would stay NaN for good); the worker reports it as a non-finite update, not pushed
+            # would stay NaN for good); the step ends as a non-finite update, nothing pushed
             if self._ahead:
                 self.arena.params[:] = self._pulled
                 self._ahead = False
-            self.last_end = self.worker.end_step(self.arena.grads, 1.0)
+            self._update.fill(_math.nan)  # (refused by end_step's guard whatever the gradient holds)
+            self.last_end = self.worker.end_step(self._update, 1.0)
             self._next()
             return None
         scaled = self._correct_momentum()
@@ -351,8 +354,8 @@ class AsyncOptimizer:
         if scaled:
             self._scale_groups(scaled)
         self.last_end = self.worker.end_step(self._update, 1.0)  # the servers add it (a non-finite one: not pushed)
-        if self._predicts and self.last_end.applied:
-            self._pushed[:] = self._update
+        if self._predicts and self.last_end.applied:  # (a swap: _update is rewritten whole next step)
+            self._pushed, self._update = self._update, self._pushed
             self._have_pushed = True
         self._next()
         return loss

@@ -266,6 +266,11 @@ TEST_CASE("the staleness learning rate: 1/max(1, tau)^p absolute, ((1 + mean)/(1
   CHECK(staleness_lr_scale(31, 7, 0.5, true) == Approx(0.5));
   CHECK(staleness_lr_scale(0, 0, 1, true) == Approx(1.0));  // W = 1: always 1
   CHECK(staleness_lr_scale(-3, -1, 1, true) == Approx(1.0));  // (negative inputs count as 0)
+  CHECK(staleness_lr_scale(std::numeric_limits<std::int64_t>::max(), 7, 0.5, true) > 0);  // huge tau: tiny, not 0
+  for (double bad : {0.0, -1.0, 2.5, 1e300, std::numeric_limits<double>::quiet_NaN()})
+    CHECK_THROWS_WITH(staleness_lr_scale(3, 3, bad, false), Catch::Contains("staleness_lr_scale: power must be in (0, 2]"));
+  for (double bad : {std::numeric_limits<double>::infinity(), std::numeric_limits<double>::quiet_NaN()})
+    CHECK_THROWS_WITH(staleness_lr_scale(3, bad, 0.5, true), Catch::Contains("staleness_lr_scale: mean_tau must be finite"));
   // a uniform staleness (tau = W - 1 everywhere, as on a few cores) leaves the relative rule at 1
   // and cuts the absolute one to 1/sqrt(W - 1)
   for (int tau : {1, 3, 7}) {

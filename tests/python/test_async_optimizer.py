@@ -11,7 +11,8 @@
     tau times the update last pushed (tau 1 at W = 2 before it is measured: -lr, -1.5 lr, -1.75 lr for
     mu 0.5 and a gradient of ones), opt.pulled the pulled ones; none before the first push;
   - a NaN gradient is not given to the wrapped optimizer: its momentum buffer stays as it was, the
-    step counts as non-finite (not pushed), and the next steps go on from the old state;
+    step counts as non-finite (not pushed), and the next steps go on from the old state; a finite
+    gradient whose sum overflows float32 is stepped and pushed as any other;
   - after done, step() raises; finish() ends the worker; servers return with exit_servers=False."""
 import os
 import sys
@@ -162,6 +163,20 @@ if not opt.is_server:
     check(abs(buffers[3].flatten()[0].item() - (0.5 * 1.5 + 1)) < 1e-6, f"then goes on from 1.5: {buffers[3].flatten()[0].item()}")
     check(opt.worker.stats["nonfinite"] == 1, f"one non-finite update counted: {opt.worker.stats['nonfinite']}")
     check(bool(torch.isfinite(net.weight).all()), "the run after a NaN gradient ends finite")
+    opt.finish()
+
+# ---- a finite gradient whose sum overflows float32 is a gradient like any other: stepped and pushed
+net = model()
+opt = AO(torch.optim.SGD(net.parameters(), lr=1e-30), net, steps=6, exit_servers=False)
+if not opt.is_server:
+    while not opt.done:
+        opt.zero_grad()
+        net.weight.grad += 3e38  # 4 of them: the sum is inf, every element finite
+        opt.step()
+        check(opt.last_end.applied, "a finite gradient with an overflowing sum is pushed")
+    w = net.weight.detach()
+    check(bool(torch.isfinite(w).all()) and bool(torch.all(w < 0)), f"... as -lr * g: {w.tolist()}")
+    check(opt.worker.stats["nonfinite"] == 0, f"nothing counted non-finite: {opt.worker.stats['nonfinite']}")
     opt.finish()
 
 if failures:

@@ -3,6 +3,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
+
+#include "asyncps/error.h"
 
 namespace asyncps {
 
@@ -49,7 +52,11 @@ StalenessHistogram StalenessHistogram::from_vector(std::span<const double> v) {
   return h;
 }
 
-double staleness_lr_scale(std::int64_t tau, double mean_tau, double power, bool relative) noexcept {
+double staleness_lr_scale(std::int64_t tau, double mean_tau, double power, bool relative) {
+  if (!(power > 0 && power <= 2))
+    throw ConfigError("staleness_lr_scale: power must be in (0, 2], got " + std::to_string(power));
+  if (!std::isfinite(mean_tau))
+    throw ConfigError("staleness_lr_scale: mean_tau must be finite, got " + std::to_string(mean_tau));
   tau = std::max<std::int64_t>(tau, 0);
   const double t = relative ? (1.0 + static_cast<double>(tau)) / (1.0 + std::max(mean_tau, 0.0))
                             : static_cast<double>(std::max<std::int64_t>(1, tau));
