@@ -63,6 +63,8 @@ int run_worker(const Config& c, asyncps::Session& session) {
   asyncps::EmbeddingTable wide(client, "wide");
   std::optional<asyncps::EmbeddingTable> deep;
   if (shape.deep) deep.emplace(client, "deep");
+  std::optional<asyncps::EmbeddingGroup> both;  // the two tables' rows side by side: one operation per run
+  if (shape.deep && !c.separate_tables) both.emplace(client, std::vector<std::string>{"wide", "deep"});
   const int D = shape.dim;
   if (talk)
     std::printf("worker %d of %d: %s, tables of %llu rows (%s rows), batch %d, %d server(s)\n", roles.worker_index(),
@@ -71,11 +73,14 @@ int run_worker(const Config& c, asyncps::Session& session) {
   std::vector<float> params(layout.size()), wide_rows, deep_rows, logits;
   const RowSource rows = [&](std::span<const std::uint64_t> keys, std::vector<float>& w, std::vector<float>& d) {
     w.resize(keys.size());
-    wide.pull_rows(keys, w);
-    if (deep) {
-      d.resize(keys.size() * static_cast<std::size_t>(D));
-      deep->pull_rows(keys, d);
+    if (deep) d.resize(keys.size() * static_cast<std::size_t>(D));
+    if (both) {
+      const std::span<float> out[] = {w, d};
+      both->pull_rows(keys, out);
+      return;
     }
+    wide.pull_rows(keys, w);
+    if (deep) deep->pull_rows(keys, d);
   };
   Batch batch;
   Grads grads;
@@ -96,8 +101,14 @@ int run_worker(const Config& c, asyncps::Session& session) {
     loss = forward_backward(shape, layout, params, batch, wide_rows, deep_rows, logits, &grads);
     const asyncps::StepEnd landed = steps.end_step(grads.dense, static_cast<float>(-c.learning_rate));
     if (landed.applied) {  // the rows follow the dense step (a non-finite gradient sends neither)
-      wide.push_rows(batch.keys, grads.wide, static_cast<float>(-c.embedding_lr));
-      if (deep) deep->push_rows(batch.keys, grads.deep, static_cast<float>(-c.embedding_lr));
+      const auto lr = static_cast<float>(-c.embedding_lr);
+      if (both) {
+        const std::span<const float> g[] = {grads.wide, grads.deep};
+        both->push_rows(batch.keys, g, lr);
+      } else {
+        wide.push_rows(batch.keys, grads.wide, lr);
+        if (deep) deep->push_rows(batch.keys, grads.deep, lr);
+      }
     }
     ++local;
     if (talk && local % c.log_every == 0) {
@@ -117,17 +128,28 @@ int run_worker(const Config& c, asyncps::Session& session) {
   const double seconds = since(start);
   const net_counters::NetBytes wire1 = net_counters::read();
   client.drain();  // every worker is done: the tables and the arena are final
-  const auto& ws = wide.stats();
-  const std::uint64_t moved =
-      ws.bytes_pulled + ws.bytes_pushed + (deep ? deep->stats().bytes_pulled + deep->stats().bytes_pushed : 0);
+  // what moved: rows per table; operations, bytes and time per call (the group's, or each table's)
+  asyncps::TableStats ops = wide.stats();
+  std::uint64_t rows_pulled = ops.rows_pulled, rows_pushed = ops.rows_pushed;
+  if (deep) {
+    rows_pulled += deep->stats().rows_pulled;
+    rows_pushed += deep->stats().rows_pushed;
+  }
+  for (const asyncps::TableStats* s : {both ? &both->stats() : nullptr, deep ? &deep->stats() : nullptr}) {
+    if (!s) continue;
+    ops.runs += s->runs;
+    ops.bytes_pulled += s->bytes_pulled;
+    ops.bytes_pushed += s->bytes_pushed;
+    ops.pull_seconds += s->pull_seconds;
+    ops.push_seconds += s->push_seconds;
+  }
+  const std::uint64_t moved = ops.bytes_pulled + ops.bytes_pushed;
   if (talk) {
     std::printf("worker %d: %lld local steps in %.3f s; rows: %llu pulled, %llu pushed, %.1f MB moved, %.3f s pulling, "
-                "%.3f s pushing\n",
-                roles.worker_index(), static_cast<long long>(local), seconds,
-                static_cast<unsigned long long>(ws.rows_pulled + (deep ? deep->stats().rows_pulled : 0)),
-                static_cast<unsigned long long>(ws.rows_pushed + (deep ? deep->stats().rows_pushed : 0)),
-                1e-6 * static_cast<double>(moved), ws.pull_seconds + (deep ? deep->stats().pull_seconds : 0),
-                ws.push_seconds + (deep ? deep->stats().push_seconds : 0));
+                "%.3f s pushing, %llu operations\n",
+                roles.worker_index(), static_cast<long long>(local), seconds, static_cast<unsigned long long>(rows_pulled),
+                static_cast<unsigned long long>(rows_pushed), 1e-6 * static_cast<double>(moved), ops.pull_seconds,
+                ops.push_seconds, static_cast<unsigned long long>(ops.runs));
     print_bytes_per_step(static_cast<double>(moved) / static_cast<double>(std::max<std::int64_t>(local, 1)),
                          (wire1.rx + wire1.tx - wire0.rx - wire0.tx) / static_cast<double>(std::max<std::int64_t>(local, 1)));
   }

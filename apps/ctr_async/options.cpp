@@ -76,7 +76,7 @@ asyncps::ParamLayout Config::layout() const {
   const asyncps::TableSpec wide{.rows = rows, .dim = 1, .optimizer = opt, .init_scale = 0.f, .seed = data.seed,
                                 .initial_accumulator = acc};
   const asyncps::TableSpec deep{.rows = rows, .dim = dim, .optimizer = opt, .init_scale = 0.05f, .seed = data.seed,
-                                .initial_accumulator = acc};
+                                .initial_accumulator = acc, .share_rows_with = separate_tables ? "" : "wide"};
   return ctr_layout(shape(), wide, deep);
 }
 
@@ -141,6 +141,9 @@ std::optional<Config> parse_config(int argc, char** argv, bool print_help) {
      "Adagrad accumulators (needs --logdir)")
     ("eval_every", po::value(&c.eval_every)->default_value(c.eval_every),
      "the chief also evaluates every N local steps (\"eval: ...\" lines, training time without the evaluations; 0: never)")
+    ("separate_tables", po::bool_switch(&c.separate_tables),
+     "store the wide and deep tables' rows apart, each moved by its own operations (by default a key's wide weight and "
+     "deep embedding share a row group: one operation per run for both)")
     ("allreduce", po::bool_switch(&c.allreduce),
      "train data-parallel instead, the baseline: every rank a worker holding the whole model, the tables' gradient "
      "MPI_Allreduce-summed every step (no servers: --ps is not used)")

@@ -27,6 +27,7 @@ struct Config {
   int log_every = 100;
   bool verbose = false;
   int eval_every = 0;            // the chief evaluates every N local steps (0: only at the end)
+  bool separate_tables = false;  // the wide and deep tables' rows stored apart (not a row group)
   bool allreduce = false;        // train data-parallel instead (allreduce.h)
   std::string dump_data;         // write the streams here and exit (dump.h)
   std::int64_t dump_examples = 262144;

@@ -1,5 +1,5 @@
-// defines: asyncps::EmbeddingTable, asyncps::RowPush, asyncps::TableStats, asyncps::table_row,
-//          asyncps::table_initial_value
+// defines: asyncps::EmbeddingTable, asyncps::EmbeddingGroup, asyncps::RowPush, asyncps::TableStats,
+//          asyncps::table_row, asyncps::table_initial_value
 // A worker's handle on one embedding table of the layout (ParamLayout::add_table): rows x dim
 // floats sharded across the servers by row, read and updated a few rows at a time by key, one-
 // sided (the servers' CPUs are not on the data path where the transport does not need them).
@@ -32,10 +32,19 @@
 // both the step and mean(g*g) to the servers' copy in one accumulate. Two workers that update
 // one row at once each add their own g*g exactly; each steps with an accumulator that lacks the
 // other's (stale by the updates in flight, as the row itself is).
+//
+// Tables whose keys are the same (a wide weight and a deep embedding of one id) can share rows:
+// layout.add_table("deep", {..., .share_rows_with = "wide"}) stores row r of both side by side,
+// and an EmbeddingGroup of them moves all their rows of a batch in one operation per run (half
+// the operations of two tables, the same bytes). Each table keeps its own optimizer, accumulator,
+// start and checkpointed rows. A call on one table of a group moves the whole group rows (the
+// others' columns read along, or added as zeros).
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "asyncps/param_layout.h"
 #include "asyncps/worker_client.h"
@@ -43,7 +52,8 @@
 namespace asyncps {
 
 namespace detail {
-struct TableState;  // a worker's state for one table (lib/asyncps/worker/embedding_table.cpp)
+struct TableState;     // a worker's state for one table (lib/asyncps/worker/embedding_table.cpp)
+struct RowGroupState;  // ... and for one row group (its buffers)
 }
 
 struct TableStats {
@@ -106,6 +116,43 @@ class EmbeddingTable {
  private:
   WorkerClient* worker_;
   detail::TableState* state_;  // held by the worker's transport (a layer: it lives as long as the windows)
+};
+
+// Tables of one row group (TableSpec::share_rows_with), pulled and pushed together: each run of
+// rows is one operation for all of them.
+//
+//   asyncps::EmbeddingGroup rows(w, {"wide", "deep"});
+//   rows.pull_rows(keys, {wide_out, deep_out});            // as each table's pull_rows, at once
+//   rows.push_rows(keys, {wide_grads, deep_grads}, -lr);   // as each table's push_rows, at once
+class EmbeddingGroup {
+ public:
+  // Not collective. Throws ConfigError for no names, a name that is no table of the layout or is
+  // given twice, tables that do not share rows, or on a server. The worker must outlive it; it
+  // shares each table's state with that table's EmbeddingTable handles.
+  EmbeddingGroup(WorkerClient& worker, const std::vector<std::string>& names);
+
+  std::size_t size() const noexcept;       // tables, in the order named
+  const std::string& name(std::size_t i) const;
+  int dim(std::size_t i) const;
+  std::uint64_t rows() const noexcept;     // (the same for all: add_table)
+
+  // out[m] = table m's rows of keys, as EmbeddingTable::pull_rows (keys.size() * dim(m) floats each).
+  void pull_rows(std::span<const std::uint64_t> keys, std::span<const std::span<float>> out);
+  // grads[m] = table m's gradients of keys; each table updated as by its EmbeddingTable::push_rows
+  // with this scale, all in one accumulate per run. A non-finite gradient in any table sends
+  // nothing for any (counted in that table's stats().nonfinite and in this group's).
+  RowPush push_rows(std::span<const std::uint64_t> keys, std::span<const std::span<const float>> grads, float scale);
+
+  // This group's calls: their operations (runs), bytes and seconds. Each table's own stats()
+  // count its pulls, pushes, keys and rows of these calls too.
+  const TableStats& stats() const noexcept;
+
+ private:
+  void check(std::size_t keys, std::size_t given, const std::function<std::size_t(std::size_t)>& floats,
+             const char* call) const;
+  WorkerClient* worker_;
+  std::vector<detail::TableState*> members_;
+  TableStats stats_;
 };
 
 }  // namespace asyncps

@@ -46,13 +46,24 @@ struct TableSpec {
   float init_scale = 0.01f;
   std::uint64_t seed = 0;
   float initial_accumulator = 0.1f;  // Adagrad: every row's accumulator to start with (> 0)
+  // The name of an earlier table with the same rows, whose keys this table shares (a wide
+  // weight and a deep embedding of one id): row r of both is stored side by side on one server,
+  // so that an EmbeddingGroup moves the rows of all of them in one operation per run. Empty: the
+  // table's rows are stored alone.
+  std::string share_rows_with{};
 };
 
 struct TableInfo {
   std::string name;
   TableSpec spec;
-  // Floats per row in the servers' window: the row, then its Adagrad accumulator.
+  // Floats per row of this table: the row, then its Adagrad accumulator.
   int stride() const noexcept { return spec.dim + (spec.optimizer == RowOptimizer::Adagrad ? 1 : 0); }
+  // Its row group (TableSpec::share_rows_with): the index of the group's first table, this
+  // table's first float within a group row, and the floats of a group row (the strides of all
+  // the group's tables, in the order added). A table stored alone is a group of its own.
+  std::size_t group = 0;
+  int group_offset = 0;
+  int group_stride = 0;
 };
 
 class ParamLayout {
@@ -77,7 +88,8 @@ class ParamLayout {
   // Declares an embedding table. Throws ConfigError for a name that is not a valid tensor name
   // or is already a tensor's or a table's, rows outside [1, limits::kMaxTableRows], dim outside
   // [1, limits::kMaxTableDim], init_scale not finite or negative, an Adagrad
-  // initial_accumulator not finite and positive, or more than limits::kMaxTables tables.
+  // initial_accumulator not finite and positive, a share_rows_with that names no earlier table
+  // or one of other rows, or more than limits::kMaxTables tables.
   void add_table(const std::string& name, const TableSpec& spec);
   const std::vector<TableInfo>& tables() const noexcept { return tables_; }
   const TableInfo& table(const std::string& name) const;  // throws ConfigError if absent

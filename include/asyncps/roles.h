@@ -52,12 +52,15 @@ class ShardPlan {
 class ParamLayout;
 
 // Where every embedding table's rows live: server s holds rows [first_row, first_row + rows) of
-// each table, consecutive in its row window, row after row of TableInfo::stride() floats.
+// each table, consecutive in its row window, one row every pitch() floats: a table stored alone
+// row after row of TableInfo::stride() floats; the tables of a row group (TableSpec::
+// share_rows_with) interleaved, row r of each side by side in a group row of
+// TableInfo::group_stride floats.
 class RowPlan {
  public:
   struct Part {
     std::uint64_t first_row = 0, rows = 0;
-    std::size_t offset = 0;  // float offset of first_row in the server's row window
+    std::size_t offset = 0;  // float offset of first_row's values in the server's row window
   };
   RowPlan() = default;
   RowPlan(const ParamLayout& layout, int num_servers);
@@ -68,11 +71,12 @@ class RowPlan {
   int server_of(std::size_t table, std::uint64_t row) const;
   // (server, float offset in that server's row window) of row `row` of table `table`.
   std::size_t offset_of(std::size_t table, int server, std::uint64_t row) const;
-  int stride(std::size_t table) const { return strides_.at(table); }
+  int stride(std::size_t table) const { return strides_.at(table); }  // the table's floats per row
+  int pitch(std::size_t table) const { return pitches_.at(table); }   // floats from one row to the next
 
  private:
   int servers_ = 0;
-  std::vector<int> strides_;
+  std::vector<int> strides_, pitches_;
   std::vector<std::uint64_t> rows_;
   std::vector<std::vector<Part>> parts_;  // [table][server]
   std::vector<std::size_t> floats_;       // [server]

@@ -53,13 +53,14 @@ CheckpointData read_checkpoint(const std::filesystem::path& index_file, const Pa
     std::copy(s.params.begin(), s.params.end(), out.params.begin() + static_cast<std::ptrdiff_t>(e.offset));
     if (s.shadow.empty()) all_shadow = false;
     else std::copy(s.shadow.begin(), s.shadow.end(), shadow.begin() + static_cast<std::ptrdiff_t>(e.offset));
-    // this server's rows of each table: [first_row, + rows) of stride floats, values then accumulator
+    // this server's rows of each table: [first_row, + rows), one every pitch floats (a row group's
+    // tables interleave), values then accumulator
     for (std::size_t t = 0; t < tables.size(); ++t) {
       const RowPlan::Part& part = plan.part(t, server);
-      const auto dim = static_cast<std::size_t>(tables[t].spec.dim), stride = static_cast<std::size_t>(plan.stride(t));
+      const auto dim = static_cast<std::size_t>(tables[t].spec.dim), pitch = static_cast<std::size_t>(plan.pitch(t));
       const float* src = s.rows.data() + part.offset;
       TableData& d = out.tables[t];
-      for (std::uint64_t i = 0; i < part.rows; ++i, src += stride) {
+      for (std::uint64_t i = 0; i < part.rows; ++i, src += pitch) {
         const auto row = static_cast<std::size_t>(part.first_row + i);
         std::copy_n(src, dim, d.values.begin() + static_cast<std::ptrdiff_t>(row * dim));
         if (!d.accumulators.empty()) d.accumulators[row] = src[dim];

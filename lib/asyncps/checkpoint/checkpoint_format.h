@@ -28,7 +28,8 @@ struct ShardFile {
   std::vector<float> params, shadow;  // shadow empty if none was saved
   // Where the layout has embedding tables: the writing server's rows of every table, as its row
   // window holds them (RowPlan(layout, num_servers): table after table, row after row of
-  // TableInfo::stride() floats, each row's Adagrad accumulator after its values); else empty.
+  // TableInfo::stride() floats, each row's Adagrad accumulator after its values; the tables of
+  // a row group interleaved, row by row); else empty.
   std::vector<float> rows;
   std::uint64_t checksum = 0;
 };

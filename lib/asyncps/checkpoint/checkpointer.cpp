@@ -185,10 +185,16 @@ std::string load_range(const Index& index, const fs::path& dir, const ParamLayou
       for (std::size_t t = 0; t < tables; ++t) {
         std::uint64_t r0 = 0, r1 = 0;
         if (!shared_rows(t, ks, r0, r1)) continue;
-        const auto stride = static_cast<std::size_t>(rows.stride(t));
-        const std::size_t src = saved.offset_of(t, ks, r0), dst = rows.offset_of(t, server, r0);
-        std::copy_n(s.rows.begin() + static_cast<std::ptrdiff_t>(src), static_cast<std::size_t>(r1 - r0) * stride,
-                    out.rows.begin() + static_cast<std::ptrdiff_t>(dst));
+        const auto stride = static_cast<std::size_t>(rows.stride(t)), pitch = static_cast<std::size_t>(rows.pitch(t));
+        std::size_t src = saved.offset_of(t, ks, r0), dst = rows.offset_of(t, server, r0);
+        if (pitch == stride) {  // a table stored alone: its rows are one block
+          std::copy_n(s.rows.begin() + static_cast<std::ptrdiff_t>(src), static_cast<std::size_t>(r1 - r0) * stride,
+                      out.rows.begin() + static_cast<std::ptrdiff_t>(dst));
+          continue;
+        }
+        for (std::uint64_t r = r0; r < r1; ++r, src += pitch, dst += pitch)  // a row group's: row by row
+          std::copy_n(s.rows.begin() + static_cast<std::ptrdiff_t>(src), stride,
+                      out.rows.begin() + static_cast<std::ptrdiff_t>(dst));
       }
     }
     if (!out.has_shadow) out.shadow.clear();

@@ -58,7 +58,27 @@ void ParamLayout::add_table(const std::string& name, const TableSpec& spec) {
     throw ConfigError(where + "table '" + name + "': unknown RowOptimizer");
   if (spec.optimizer == RowOptimizer::Adagrad && !(std::isfinite(spec.initial_accumulator) && spec.initial_accumulator > 0))
     throw ConfigError(where + "table '" + name + "': Adagrad's initial_accumulator must be finite and > 0");
-  tables_.push_back(TableInfo{name, spec});
+  TableInfo info{name, spec};
+  info.group = tables_.size();
+  info.group_stride = info.stride();
+  if (!spec.share_rows_with.empty()) {
+    std::size_t with = tables_.size();
+    for (std::size_t i = 0; i < tables_.size(); ++i)
+      if (tables_[i].name == spec.share_rows_with) with = i;
+    if (with == tables_.size())
+      throw ConfigError(where + "table '" + name + "': share_rows_with names no earlier table (" +
+                        limits::shown_name(spec.share_rows_with) + ")");
+    if (tables_[with].spec.rows != spec.rows)
+      throw ConfigError(where + "table '" + name + "' has " + std::to_string(spec.rows) + " rows, but '" +
+                        spec.share_rows_with + "', whose rows it shares, has " + std::to_string(tables_[with].spec.rows));
+    info.group = tables_[with].group;
+    info.group_offset = tables_[info.group].group_stride;
+    const int pitch = info.group_offset + info.stride();  // (<= kMaxTables x (kMaxTableDim + 1): an int)
+    for (auto& t : tables_)
+      if (t.group == info.group) t.group_stride = pitch;
+    info.group_stride = pitch;
+  }
+  tables_.push_back(std::move(info));
 }
 
 const TableInfo& ParamLayout::table(const std::string& name) const { return tables_[table_index(name)]; }
@@ -124,6 +144,11 @@ std::uint64_t ParamLayout::hash() const noexcept {
     mix_u64(bits);
     std::memcpy(&bits, &t.spec.initial_accumulator, 4);
     mix_u64(bits);
+    if (!t.spec.share_rows_with.empty()) {  // (a table stored alone hashes as it always has)
+      const unsigned char with = 0x26;  // '&'
+      mix(&with, 1);
+      mix(t.spec.share_rows_with.data(), t.spec.share_rows_with.size());
+    }
   }
   return h;
 }

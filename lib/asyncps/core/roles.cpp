@@ -43,17 +43,24 @@ RowPlan::RowPlan(const ParamLayout& layout, int num_servers) : servers_(num_serv
   if (num_servers < 1) throw ConfigError("RowPlan: needs at least one server");
   const auto s = static_cast<std::uint64_t>(num_servers);
   floats_.assign(static_cast<std::size_t>(num_servers), 0);
-  for (const TableInfo& t : layout.tables()) {
+  const auto& tables = layout.tables();
+  for (std::size_t ti = 0; ti < tables.size(); ++ti) {
+    const TableInfo& t = tables[ti];
     const std::uint64_t base = t.spec.rows / s, extra = t.spec.rows % s;
     std::vector<Part> parts;
     std::uint64_t first = 0;
     for (std::uint64_t i = 0; i < s; ++i) {
       const std::uint64_t n = base + (i < extra ? 1 : 0);  // the first `extra` servers take one more row
-      parts.push_back(Part{first, n, floats_[i]});
-      floats_[i] += static_cast<std::size_t>(n) * static_cast<std::size_t>(t.stride());
+      if (t.group == ti) {  // a group's first table places the group's rows
+        parts.push_back(Part{first, n, floats_[i]});
+        floats_[i] += static_cast<std::size_t>(n) * static_cast<std::size_t>(t.group_stride);
+      } else {  // the others sit beside it, in each of its rows (the same rows: add_table)
+        parts.push_back(Part{first, n, parts_.at(t.group).at(i).offset + static_cast<std::size_t>(t.group_offset)});
+      }
       first += n;
     }
     strides_.push_back(t.stride());
+    pitches_.push_back(t.group_stride);
     rows_.push_back(t.spec.rows);
     parts_.push_back(std::move(parts));
   }
@@ -75,7 +82,7 @@ int RowPlan::server_of(std::size_t table, std::uint64_t row) const {
 
 std::size_t RowPlan::offset_of(std::size_t table, int server, std::uint64_t row) const {
   const Part& p = part(table, server);
-  return p.offset + static_cast<std::size_t>(row - p.first_row) * static_cast<std::size_t>(strides_[table]);
+  return p.offset + static_cast<std::size_t>(row - p.first_row) * static_cast<std::size_t>(pitches_[table]);
 }
 
 }  // namespace asyncps

@@ -23,9 +23,10 @@ void init_server_rows(const ParamLayout& layout, const RowPlan& plan, int server
     const TableInfo& table = layout.tables()[t];
     const RowPlan::Part& part = plan.part(t, server);
     const int stride = table.stride();
+    const auto pitch = static_cast<std::size_t>(plan.pitch(t));  // (a row group's tables interleave)
     float* out = window + part.offset;
-    for (std::uint64_t i = 0; i < part.rows; ++i)
-      for (int c = 0; c < stride; ++c) *out++ = initial_row_value(table, part.first_row + i, c);
+    for (std::uint64_t i = 0; i < part.rows; ++i, out += pitch)
+      for (int c = 0; c < stride; ++c) out[c] = initial_row_value(table, part.first_row + i, c);
   }
 }
 

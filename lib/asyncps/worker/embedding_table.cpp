@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <functional>
 #include <memory>
 #include <utility>
 #include <vector>
@@ -18,19 +19,34 @@ using detail::RmaBatch;
 using detail::Table;
 constexpr std::size_t kNotCached = ~std::size_t{0};
 
+// A worker's state for one table: what is its own (its Adagrad accumulators as last read, its
+// counters); the buffers of a move are its row group's.
 struct detail::TableState {
   std::size_t index = 0;       // in layout().tables()
   const TableInfo* info = nullptr;
+  detail::RowGroupState* group = nullptr;
   float eps = 1e-8f;
-  std::size_t merge_gap_bytes = 0;  // (merge_gap_bytes() of the session's transport)
   TableStats stats;
+  // Adagrad: the accumulators of this table's rows as its last pull read them (rows sorted)
+  std::vector<std::uint64_t> acc_rows;
+  std::vector<float> acc;
+  std::vector<float> fresh;          // a push's accumulators, per distinct row
+  std::vector<std::size_t> cached;   // fresh[u]'s place in acc, or kNotCached
+};
+
+// A worker's state for one row group (TableSpec::share_rows_with; a table stored alone is a group
+// of its own): the buffers that a pull or push of any of its tables moves whole group rows through.
+struct detail::RowGroupState {
+  std::size_t leader = 0;           // the group's first table (its rows place the group's)
+  std::size_t pitch = 0;            // floats per group row
+  std::size_t merge_gap_bytes = 0;  // (merge_gap_bytes() of the session's transport)
   // one call's rows: order = (row, key index) sorted; rows = its distinct rows; slot[i] = key i's
-  // place in rows; buf = rows x stride floats (a pull's data, a push's update)
+  // place in rows; buf = the runs' group rows (a pull's data)
   std::vector<std::pair<std::uint64_t, std::uint32_t>> order;
   std::vector<std::uint64_t> rows;
   std::vector<std::uint32_t> slot;
   // the operations: runs of rows on one server, gaps of a few rows included (read along, or
-  // added as zeros: fewer, larger operations); pos[u] = row u's float offset in buf
+  // added as zeros: fewer, larger operations); pos[u] = row u's group row's float offset in buf
   struct Run {
     int server = 0;
     std::uint64_t first_row = 0, rows = 0;
@@ -39,11 +55,6 @@ struct detail::TableState {
   std::vector<Run> runs;
   std::vector<std::size_t> pos;
   std::vector<float> buf;
-  // Adagrad: the accumulators of the last pull's rows (sorted), and the push's own reads
-  std::vector<std::uint64_t> acc_rows;
-  std::vector<float> acc;
-  std::vector<float> fresh;
-  std::vector<std::size_t> cached;  // fresh[u]'s place in acc, or kNotCached
   // the last push, in flight: its own buffer, completed locally only when the next push needs
   // the buffer or the worker settles (so that it flies during the dense step and the compute)
   std::vector<float> push_buf;
@@ -58,81 +69,231 @@ namespace {
 class TableLayer final : public detail::WorkerLayer {
  public:
   explicit TableLayer(detail::WorkerTransport& t) : t_(t) {}
-  detail::TableState*& state(std::size_t index) {
-    if (states_.size() <= index) states_.resize(index + 1);
-    return states_[index];
+  // table `index`'s state, made on first use (with its group's)
+  detail::TableState& state(std::size_t index) {
+    if (tables_.size() <= index) tables_.resize(index + 1);
+    if (tables_[index]) return *tables_[index];
+    const ParamLayout& layout = t_.session().layout();
+    const TableInfo& info = layout.tables()[index];
+    if (groups_.size() <= info.group) groups_.resize(info.group + 1);
+    if (!groups_[info.group]) {
+      groups_[info.group] = std::make_unique<detail::RowGroupState>();
+      groups_[info.group]->leader = info.group;
+      groups_[info.group]->pitch = static_cast<std::size_t>(info.group_stride);
+      groups_[info.group]->merge_gap_bytes = merge_gap_bytes();
+    }
+    tables_[index] = std::make_unique<detail::TableState>();
+    tables_[index]->index = index;
+    tables_[index]->info = &info;
+    tables_[index]->group = groups_[info.group].get();
+    return *tables_[index];
   }
-  std::vector<std::unique_ptr<detail::TableState>> owned;
   void settle() override {
-    for (auto& st : owned) complete_push(t_, *st);
+    for (auto& g : groups_)
+      if (g) complete_push(t_, *g);
     if (t_.channel().pending(Table::Rows)) t_.channel().flush(Table::Rows);
   }
   // The last push's buffer is free again (its writes complete at the servers by the next flush).
-  static void complete_push(detail::WorkerTransport& t, detail::TableState& st) {
-    if (!st.push_pending) return;
-    st.push_pending = false;
-    t.channel().complete_local(st.push_inflight);
+  static void complete_push(detail::WorkerTransport& t, detail::RowGroupState& g) {
+    if (!g.push_pending) return;
+    g.push_pending = false;
+    t.channel().complete_local(g.push_inflight);
   }
 
  private:
+  // A run of rows takes in the rows between two wanted ones when they are at most this many bytes
+  // apart (read along, or added as zeros), as an operation costs about as much as that many bytes.
+  // Measured with ctr_async, 2^22 rows, 1 + 2 (docs/EMBEDDINGS.md "Merging runs"): on one host (shared
+  // memory: bytes are cheap, whether the target's CPU applies them or not) 4 KiB was best (27,507
+  // samples/s; 0 B: 21,403; 512 B: 24,163; 16 KiB: 15,516); across hosts, where the gaps' bytes cross
+  // the network too, gaps of 0 to 1 KiB were best (3,011-3,061; 4 KiB: 2,608, 16 KiB: 859), and 1 KiB
+  // still merges the rows of small or dense tables.
+  std::size_t merge_gap_bytes() const { return t_.session().single_node() ? 4096 : 1024; }
+
   detail::WorkerTransport& t_;
-  std::vector<detail::TableState*> states_;
+  std::vector<std::unique_ptr<detail::TableState>> tables_;      // [table index]
+  std::vector<std::unique_ptr<detail::RowGroupState>> groups_;   // [group's first table]
 };
 
-// keys -> the state's order, rows, slot (distinct rows, sorted: by server, then by offset)
-void group(detail::TableState& st, std::span<const std::uint64_t> keys) {
-  const std::uint64_t n_rows = st.info->spec.rows;
-  st.order.resize(keys.size());
+// keys -> the group's order, rows, slot (distinct rows, sorted: by server, then by offset)
+void group_keys(detail::RowGroupState& g, std::uint64_t n_rows, std::span<const std::uint64_t> keys) {
+  g.order.resize(keys.size());
   for (std::size_t i = 0; i < keys.size(); ++i)
-    st.order[i] = {detail::row_of_key(keys[i], n_rows), static_cast<std::uint32_t>(i)};
-  std::sort(st.order.begin(), st.order.end());
-  st.rows.clear();
-  st.slot.resize(keys.size());
-  for (const auto& [row, i] : st.order) {
-    if (st.rows.empty() || st.rows.back() != row) st.rows.push_back(row);
-    st.slot[i] = static_cast<std::uint32_t>(st.rows.size() - 1);
+    g.order[i] = {detail::row_of_key(keys[i], n_rows), static_cast<std::uint32_t>(i)};
+  std::sort(g.order.begin(), g.order.end());
+  g.rows.clear();
+  g.slot.resize(keys.size());
+  for (const auto& [row, i] : g.order) {
+    if (g.rows.empty() || g.rows.back() != row) g.rows.push_back(row);
+    g.slot[i] = static_cast<std::uint32_t>(g.rows.size() - 1);
   }
 }
 
-// A run of rows takes in the rows between two wanted ones when they are at most this many bytes
-// apart (read along, or added as zeros), as an operation costs about as much as that many bytes.
-// Measured with ctr_async, 2^22 rows, 1 + 2 (docs/EMBEDDINGS.md "Merging runs"): on one host (shared
-// memory: bytes are cheap, whether the target's CPU applies them or not) 4 KiB was best (27,507
-// samples/s; 0 B: 21,403; 512 B: 24,163; 16 KiB: 15,516); across hosts, where the gaps' bytes cross
-// the network too, gaps of 0 to 1 KiB were best (3,011-3,061; 4 KiB: 2,608, 16 KiB: 859), and 1 KiB
-// still merges the rows of small or dense tables.
-std::size_t merge_gap_bytes(detail::WorkerTransport& t) { return t.session().single_node() ? 4096 : 1024; }
-
-// The state's runs and pos for its rows; returns the floats the buffer needs.
-std::size_t plan_runs(detail::TableState& st, const RowPlan& plan) {
-  const auto stride = static_cast<std::size_t>(st.info->stride());
-  const std::uint64_t max_gap = st.merge_gap_bytes / (stride * sizeof(float));
-  st.runs.clear();
-  st.pos.resize(st.rows.size());
+// The group's runs and pos for its rows; returns the floats the buffer needs.
+std::size_t plan_runs(detail::RowGroupState& g, const RowPlan& plan) {
+  const std::size_t pitch = g.pitch;
+  const std::uint64_t max_gap = g.merge_gap_bytes / (pitch * sizeof(float));
+  g.runs.clear();
+  g.pos.resize(g.rows.size());
   std::size_t floats = 0;
   std::size_t j = 0;
-  while (j < st.rows.size()) {
-    const int server = plan.server_of(st.index, st.rows[j]);
-    const RowPlan::Part& part = plan.part(st.index, server);
+  while (j < g.rows.size()) {
+    const int server = plan.server_of(g.leader, g.rows[j]);
+    const RowPlan::Part& part = plan.part(g.leader, server);
     std::size_t k = j + 1;
-    while (k < st.rows.size() && st.rows[k] < part.first_row + part.rows && st.rows[k] - st.rows[k - 1] - 1 <= max_gap) ++k;
-    detail::TableState::Run run{server, st.rows[j], st.rows[k - 1] - st.rows[j] + 1, floats};
-    for (std::size_t u = j; u < k; ++u) st.pos[u] = floats + static_cast<std::size_t>(st.rows[u] - run.first_row) * stride;
-    floats += static_cast<std::size_t>(run.rows) * stride;
-    st.runs.push_back(run);
+    while (k < g.rows.size() && g.rows[k] < part.first_row + part.rows && g.rows[k] - g.rows[k - 1] - 1 <= max_gap) ++k;
+    detail::RowGroupState::Run run{server, g.rows[j], g.rows[k - 1] - g.rows[j] + 1, floats};
+    for (std::size_t u = j; u < k; ++u) g.pos[u] = floats + static_cast<std::size_t>(g.rows[u] - run.first_row) * pitch;
+    floats += static_cast<std::size_t>(run.rows) * pitch;
+    g.runs.push_back(run);
     j = k;
   }
   return floats;
 }
 
-void check_keys(std::size_t keys, std::size_t floats, int dim, const char* call) {
+void check_keys(std::size_t keys, std::size_t floats, int dim, const std::string& call) {
   if (keys > std::numeric_limits<std::uint32_t>::max())
-    throw ConfigError(std::string(call) + ": at most 2^32 - 1 keys per call, got " + std::to_string(keys));
+    throw ConfigError(call + ": at most 2^32 - 1 keys per call, got " + std::to_string(keys));
   const auto d = static_cast<std::size_t>(dim);
   if (keys > std::numeric_limits<std::size_t>::max() / d || floats != keys * d)
-    throw ConfigError(std::string(call) + ": " + std::to_string(keys) + " keys need " +
+    throw ConfigError(call + ": " + std::to_string(keys) + " keys need " +
                       (keys > std::numeric_limits<std::size_t>::max() / d ? std::string("more") : std::to_string(keys * d)) +
                       " floats (keys x dim " + std::to_string(dim) + "), got " + std::to_string(floats));
+}
+
+// One pull of the tables `members` (of one row group): out[m] = their rows of keys. Every run
+// moves whole group rows, so that all the tables come in one operation per run. The operations'
+// counts go to `ops`.
+void pull_group(detail::WorkerTransport& t, std::span<detail::TableState* const> members,
+                std::span<const std::uint64_t> keys, std::span<const std::span<float>> out, TableStats& ops) {
+  const auto t0 = detail::WorkerClock::now();
+  detail::RowGroupState& g = *members.front()->group;
+  group_keys(g, members.front()->info->spec.rows, keys);
+  const RowPlan& plan = t.session().row_plan();
+  g.buf.resize(plan_runs(g, plan));
+  detail::RmaChannel& ch = t.channel();
+  RmaBatch batch = ch.batch();
+  for (const auto& run : g.runs) {
+    ch.read_run(Table::Rows, run.server, static_cast<MPI_Aint>(plan.offset_of(g.leader, run.server, run.first_row)),
+                g.buf.data() + run.buf, static_cast<std::size_t>(run.rows) * g.pitch, batch);
+    ++ops.runs;
+  }
+  ch.complete_local(batch);  // the data is here (a read needs nothing more)
+  for (std::size_t m = 0; m < members.size(); ++m) {
+    detail::TableState& st = *members[m];
+    const auto dim = static_cast<std::size_t>(st.info->spec.dim), at = static_cast<std::size_t>(st.info->group_offset);
+    // out[i] = its row (the accumulator stays behind)
+    for (std::size_t i = 0; i < keys.size(); ++i) std::copy_n(g.buf.data() + g.pos[g.slot[i]] + at, dim, out[m].data() + i * dim);
+    if (st.info->spec.optimizer == RowOptimizer::Adagrad) {
+      st.acc_rows = g.rows;
+      st.acc.resize(g.rows.size());
+      for (std::size_t u = 0; u < g.rows.size(); ++u) st.acc[u] = g.buf[g.pos[u] + at + dim];
+    }
+    ++st.stats.pulls;
+    st.stats.keys_pulled += keys.size();
+    st.stats.rows_pulled += g.rows.size();
+  }
+  if (&ops != &members.front()->stats) ++ops.pulls;  // (a group's own count)
+  ops.bytes_pulled += g.buf.size() * sizeof(float);
+  ops.pull_seconds += detail::seconds_since(t0);
+}
+
+// One push of the tables `members` (of one row group) with one scale: each table's update in its
+// columns of the group rows, zeros in the others' (and in the gaps), one accumulate per run.
+RowPush push_group(detail::WorkerTransport& t, std::span<detail::TableState* const> members,
+                   std::span<const std::uint64_t> keys, std::span<const std::span<const float>> grads, float scale,
+                   TableStats& ops) {
+  const auto t0 = detail::WorkerClock::now();
+  RowPush result;
+  auto refuse = [&](std::size_t m) {  // a gradient of table m held NaN or Inf, or overflowed: send nothing
+    ++members[m]->stats.nonfinite;
+    if (&ops != &members[m]->stats) ++ops.nonfinite;
+    result.nonfinite = true;
+    return result;
+  };
+  for (std::size_t m = 0; m < members.size(); ++m)
+    if (!detail::all_finite(grads[m].data(), grads[m].size())) return refuse(m);
+  detail::RowGroupState& g = *members.front()->group;
+  TableLayer::complete_push(t, g);  // the last push's buffer, before it is written again
+  group_keys(g, members.front()->info->spec.rows, keys);
+  const RowPlan& plan = t.session().row_plan();
+  std::vector<float>& buf = g.push_buf;
+  buf.assign(plan_runs(g, plan), 0.f);
+  detail::RmaChannel& ch = t.channel();
+  for (std::size_t m = 0; m < members.size(); ++m) {
+    detail::TableState& st = *members[m];
+    const auto d = static_cast<std::size_t>(st.info->spec.dim), at = static_cast<std::size_t>(st.info->group_offset);
+    // row u's columns = the sum of the gradients of its keys (in sorted order: the same sum on
+    // every run); the gap rows stay 0
+    for (const auto& [row, i] : g.order) {
+      float* dst = buf.data() + g.pos[g.slot[i]] + at;
+      const float* gi = grads[m].data() + static_cast<std::size_t>(i) * d;
+      for (std::size_t c = 0; c < d; ++c) dst[c] += gi[c];
+    }
+    if (st.info->spec.optimizer == RowOptimizer::Adagrad) {
+      // the accumulators: from this worker's last pull of the row, else read now
+      st.fresh.assign(g.rows.size(), std::numeric_limits<float>::quiet_NaN());
+      st.cached.assign(g.rows.size(), kNotCached);
+      RmaBatch reads = ch.batch();
+      bool any = false;
+      for (std::size_t u = 0; u < g.rows.size(); ++u) {
+        const auto it = std::lower_bound(st.acc_rows.begin(), st.acc_rows.end(), g.rows[u]);
+        if (it != st.acc_rows.end() && *it == g.rows[u]) {
+          st.cached[u] = static_cast<std::size_t>(it - st.acc_rows.begin());
+          st.fresh[u] = st.acc[st.cached[u]];
+          continue;
+        }
+        const int server = plan.server_of(st.index, g.rows[u]);
+        ch.read_run(Table::Rows, server, static_cast<MPI_Aint>(plan.offset_of(st.index, server, g.rows[u]) + d),
+                    &st.fresh[u], 1, reads);
+        any = true;
+      }
+      if (any) ch.complete_local(reads);
+      // row u's columns = [scale * g / (sqrt(acc + mean(g^2)) + eps) ..., mean(g^2)]
+      for (std::size_t u = 0; u < g.rows.size(); ++u) {
+        float* row = buf.data() + g.pos[u] + at;
+        double g2 = 0;
+        for (std::size_t c = 0; c < d; ++c) g2 += static_cast<double>(row[c]) * row[c];
+        const double add = g2 / static_cast<double>(d);
+        const double denom = std::sqrt(static_cast<double>(st.fresh[u]) + add) + st.eps;
+        for (std::size_t c = 0; c < d; ++c) row[c] = static_cast<float>(scale * row[c] / denom);
+        row[d] = static_cast<float>(add);
+      }
+    } else {
+      for (std::size_t u = 0; u < g.rows.size(); ++u)
+        for (float *row = buf.data() + g.pos[u] + at, *end = row + d; row != end; ++row) *row *= scale;
+    }
+    for (std::size_t u = 0; u < g.rows.size(); ++u)  // (scale * g overflowed)
+      if (!detail::all_finite(buf.data() + g.pos[u] + at, st.info->stride())) return refuse(m);
+  }
+  // (only now that the update will be sent:) a second push before a pull sees its own mean(g^2)
+  for (detail::TableState* st : members) {
+    if (st->info->spec.optimizer != RowOptimizer::Adagrad) continue;
+    const auto at = static_cast<std::size_t>(st->info->group_offset + st->info->spec.dim);
+    for (std::size_t u = 0; u < g.rows.size(); ++u)
+      if (st->cached[u] != kNotCached) st->acc[st->cached[u]] += buf[g.pos[u] + at];
+  }
+  RmaBatch batch = ch.batch();
+  for (const auto& run : g.runs) {
+    ch.add_run(Table::Rows, run.server, static_cast<MPI_Aint>(plan.offset_of(g.leader, run.server, run.first_row)),
+               buf.data() + run.buf, static_cast<std::size_t>(run.rows) * g.pitch, batch);
+    ++ops.runs;
+  }
+  // in flight: completed locally by the next push of this group (or the worker's settle), at the
+  // servers by the next flush
+  g.push_inflight = std::move(batch);
+  g.push_pending = true;
+  for (detail::TableState* st : members) {
+    ++st->stats.pushes;
+    st->stats.keys_pushed += keys.size();
+    st->stats.rows_pushed += g.rows.size();
+  }
+  if (&ops != &members.front()->stats) ++ops.pushes;
+  ops.bytes_pushed += buf.size() * sizeof(float);
+  ops.push_seconds += detail::seconds_since(t0);
+  result.applied = true;
+  result.rows = g.rows.size();
+  return result;
 }
 
 }  // namespace
@@ -145,18 +306,9 @@ float table_initial_value(const TableInfo& table, std::uint64_t row, int col) no
 EmbeddingTable::EmbeddingTable(WorkerClient& worker, const std::string& name) : worker_(&worker) {
   detail::WorkerTransport& t = worker.transport();
   t.enter("EmbeddingTable");
-  const ParamLayout& layout = t.session().layout();
-  const std::size_t index = layout.table_index(name);  // (ConfigError naming it if absent)
+  const std::size_t index = t.session().layout().table_index(name);  // (ConfigError naming it if absent)
   TableLayer& layer = t.layer<TableLayer>([&] { return std::make_unique<TableLayer>(t); });
-  detail::TableState*& st = layer.state(index);
-  if (!st) {
-    layer.owned.push_back(std::make_unique<detail::TableState>());
-    st = layer.owned.back().get();
-    st->index = index;
-    st->info = &layout.tables()[index];
-    st->merge_gap_bytes = merge_gap_bytes(t);
-  }
-  state_ = st;
+  state_ = &layer.state(index);
 }
 
 const std::string& EmbeddingTable::name() const noexcept { return state_->info->name; }
@@ -176,122 +328,73 @@ void EmbeddingTable::set_epsilon(float eps) {
 void EmbeddingTable::pull_rows(std::span<const std::uint64_t> keys, std::span<float> out) {
   detail::WorkerTransport& t = worker_->transport();
   t.enter("EmbeddingTable::pull_rows");
-  detail::TableState& st = *state_;
-  const int dim = st.info->spec.dim, stride = st.info->stride();
-  check_keys(keys.size(), out.size(), dim, "EmbeddingTable::pull_rows");
-  const auto t0 = detail::WorkerClock::now();
-  group(st, keys);
-  const RowPlan& plan = t.session().row_plan();
-  st.buf.resize(plan_runs(st, plan));
-  detail::RmaChannel& ch = t.channel();
-  RmaBatch batch = ch.batch();
-  for (const auto& run : st.runs) {
-    ch.read_run(Table::Rows, run.server, static_cast<MPI_Aint>(plan.offset_of(st.index, run.server, run.first_row)),
-                st.buf.data() + run.buf, static_cast<std::size_t>(run.rows) * static_cast<std::size_t>(stride), batch);
-    ++st.stats.runs;
-  }
-  ch.complete_local(batch);  // the data is here (a read needs nothing more)
-  // out[i] = its row (the accumulator stays behind)
-  for (std::size_t i = 0; i < keys.size(); ++i)
-    std::copy_n(st.buf.data() + st.pos[st.slot[i]], dim,
-                out.data() + i * static_cast<std::size_t>(dim));
-  if (st.info->spec.optimizer == RowOptimizer::Adagrad) {
-    st.acc_rows = st.rows;
-    st.acc.resize(st.rows.size());
-    for (std::size_t u = 0; u < st.rows.size(); ++u) st.acc[u] = st.buf[st.pos[u] + static_cast<std::size_t>(dim)];
-  }
-  ++st.stats.pulls;
-  st.stats.keys_pulled += keys.size();
-  st.stats.rows_pulled += st.rows.size();
-  st.stats.bytes_pulled += st.buf.size() * sizeof(float);
-  st.stats.pull_seconds += detail::seconds_since(t0);
+  check_keys(keys.size(), out.size(), state_->info->spec.dim, "EmbeddingTable::pull_rows");
+  detail::TableState* const members[] = {state_};
+  const std::span<float> outs[] = {out};
+  pull_group(t, members, keys, outs, state_->stats);
 }
 
 RowPush EmbeddingTable::push_rows(std::span<const std::uint64_t> keys, std::span<const float> grads, float scale) {
   detail::WorkerTransport& t = worker_->transport();
   t.enter("EmbeddingTable::push_rows");
-  detail::TableState& st = *state_;
-  const int dim = st.info->spec.dim, stride = st.info->stride();
-  check_keys(keys.size(), grads.size(), dim, "EmbeddingTable::push_rows");
+  check_keys(keys.size(), grads.size(), state_->info->spec.dim, "EmbeddingTable::push_rows");
   detail::WorkerTransport::check_scale(scale, "EmbeddingTable::push_rows");
   t.check_updating("EmbeddingTable::push_rows");
-  const auto t0 = detail::WorkerClock::now();
-  RowPush result;
-  if (!detail::all_finite(grads.data(), grads.size())) {
-    ++st.stats.nonfinite;
-    result.nonfinite = true;
-    return result;
+  detail::TableState* const members[] = {state_};
+  const std::span<const float> gs[] = {grads};
+  return push_group(t, members, keys, gs, scale, state_->stats);
+}
+
+EmbeddingGroup::EmbeddingGroup(WorkerClient& worker, const std::vector<std::string>& names) : worker_(&worker) {
+  detail::WorkerTransport& t = worker.transport();
+  t.enter("EmbeddingGroup");
+  const ParamLayout& layout = t.session().layout();
+  if (names.empty()) throw ConfigError("EmbeddingGroup: needs at least one table");
+  std::vector<std::size_t> index;
+  for (const auto& name : names) index.push_back(layout.table_index(name));  // (ConfigError naming one absent)
+  for (std::size_t i = 0; i < index.size(); ++i) {
+    const TableInfo& a = layout.tables()[index[i]];
+    for (std::size_t j = 0; j < i; ++j)
+      if (index[j] == index[i]) throw ConfigError("EmbeddingGroup: table '" + a.name + "' is named twice");
+    const TableInfo& first = layout.tables()[index[0]];
+    if (a.group != first.group)
+      throw ConfigError("EmbeddingGroup: tables '" + first.name + "' and '" + a.name +
+                        "' do not share rows (TableSpec::share_rows_with), so one operation cannot move both");
   }
-  TableLayer::complete_push(t, st);  // the last push's buffer, before it is written again
-  group(st, keys);
-  const std::size_t d = static_cast<std::size_t>(dim), s = static_cast<std::size_t>(stride);
-  const RowPlan& plan = t.session().row_plan();
-  // row u's place in buf = the sum of the gradients of its keys (in sorted order: the same sum on
-  // every run); the gap rows stay 0
-  std::vector<float>& buf = st.push_buf;
-  buf.assign(plan_runs(st, plan), 0.f);
-  for (const auto& [row, i] : st.order) {
-    float* dst = buf.data() + st.pos[st.slot[i]];
-    const float* g = grads.data() + static_cast<std::size_t>(i) * d;
-    for (std::size_t c = 0; c < d; ++c) dst[c] += g[c];
-  }
-  detail::RmaChannel& ch = t.channel();
-  if (st.info->spec.optimizer == RowOptimizer::Adagrad) {
-    // the accumulators: from this worker's last pull of the row, else read now
-    st.fresh.assign(st.rows.size(), std::numeric_limits<float>::quiet_NaN());
-    st.cached.assign(st.rows.size(), kNotCached);
-    RmaBatch reads = ch.batch();
-    bool any = false;
-    for (std::size_t u = 0; u < st.rows.size(); ++u) {
-      const auto it = std::lower_bound(st.acc_rows.begin(), st.acc_rows.end(), st.rows[u]);
-      if (it != st.acc_rows.end() && *it == st.rows[u]) {
-        st.cached[u] = static_cast<std::size_t>(it - st.acc_rows.begin());
-        st.fresh[u] = st.acc[st.cached[u]];
-        continue;
-      }
-      const int server = plan.server_of(st.index, st.rows[u]);
-      ch.read_run(Table::Rows, server, static_cast<MPI_Aint>(plan.offset_of(st.index, server, st.rows[u]) + d),
-                  &st.fresh[u], 1, reads);
-      any = true;
-    }
-    if (any) ch.complete_local(reads);
-    // buf[u] = [scale * g / (sqrt(acc + mean(g^2)) + eps) ..., mean(g^2)]
-    for (std::size_t u = 0; u < st.rows.size(); ++u) {
-      float* row = buf.data() + st.pos[u];
-      double g2 = 0;
-      for (std::size_t c = 0; c < d; ++c) g2 += static_cast<double>(row[c]) * row[c];
-      const double add = g2 / static_cast<double>(d);
-      const double denom = std::sqrt(static_cast<double>(st.fresh[u]) + add) + st.eps;
-      for (std::size_t c = 0; c < d; ++c) row[c] = static_cast<float>(scale * row[c] / denom);
-      row[d] = static_cast<float>(add);
-      if (st.cached[u] != kNotCached) st.acc[st.cached[u]] += row[d];  // (a second push before a pull sees its own)
-    }
-  } else {
-    for (float& x : buf) x *= scale;
-  }
-  if (!detail::all_finite(buf.data(), buf.size())) {  // (scale * g overflowed)
-    ++st.stats.nonfinite;
-    result.nonfinite = true;
-    return result;
-  }
-  RmaBatch batch = ch.batch();
-  for (const auto& run : st.runs) {
-    ch.add_run(Table::Rows, run.server, static_cast<MPI_Aint>(plan.offset_of(st.index, run.server, run.first_row)),
-               buf.data() + run.buf, static_cast<std::size_t>(run.rows) * s, batch);
-    ++st.stats.runs;
-  }
-  // in flight: completed locally by the next push of this table (or the worker's settle), at the
-  // servers by the next flush
-  st.push_inflight = std::move(batch);
-  st.push_pending = true;
-  ++st.stats.pushes;
-  st.stats.keys_pushed += keys.size();
-  st.stats.rows_pushed += st.rows.size();
-  st.stats.bytes_pushed += buf.size() * sizeof(float);
-  st.stats.push_seconds += detail::seconds_since(t0);
-  result.applied = true;
-  result.rows = st.rows.size();
-  return result;
+  TableLayer& layer = t.layer<TableLayer>([&] { return std::make_unique<TableLayer>(t); });
+  for (std::size_t i : index) members_.push_back(&layer.state(i));
+}
+
+std::size_t EmbeddingGroup::size() const noexcept { return members_.size(); }
+const std::string& EmbeddingGroup::name(std::size_t i) const { return members_.at(i)->info->name; }
+int EmbeddingGroup::dim(std::size_t i) const { return members_.at(i)->info->spec.dim; }
+std::uint64_t EmbeddingGroup::rows() const noexcept { return members_.front()->info->spec.rows; }
+const TableStats& EmbeddingGroup::stats() const noexcept { return stats_; }
+
+void EmbeddingGroup::check(std::size_t keys, std::size_t given, const std::function<std::size_t(std::size_t)>& floats,
+                           const char* call) const {
+  if (given != members_.size())
+    throw ConfigError(std::string(call) + ": one buffer per table of the group (" + std::to_string(members_.size()) +
+                      "), got " + std::to_string(given));
+  for (std::size_t m = 0; m < members_.size(); ++m)
+    check_keys(keys, floats(m), members_[m]->info->spec.dim, std::string(call) + " (table '" + members_[m]->info->name + "')");
+}
+
+void EmbeddingGroup::pull_rows(std::span<const std::uint64_t> keys, std::span<const std::span<float>> out) {
+  detail::WorkerTransport& t = worker_->transport();
+  t.enter("EmbeddingGroup::pull_rows");
+  check(keys.size(), out.size(), [&](std::size_t m) { return out[m].size(); }, "EmbeddingGroup::pull_rows");
+  pull_group(t, members_, keys, out, stats_);
+}
+
+RowPush EmbeddingGroup::push_rows(std::span<const std::uint64_t> keys, std::span<const std::span<const float>> grads,
+                                  float scale) {
+  detail::WorkerTransport& t = worker_->transport();
+  t.enter("EmbeddingGroup::push_rows");
+  check(keys.size(), grads.size(), [&](std::size_t m) { return grads[m].size(); }, "EmbeddingGroup::push_rows");
+  detail::WorkerTransport::check_scale(scale, "EmbeddingGroup::push_rows");
+  t.check_updating("EmbeddingGroup::push_rows");
+  return push_group(t, members_, keys, grads, scale, stats_);
 }
 
 }  // namespace asyncps
