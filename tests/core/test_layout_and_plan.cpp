@@ -1,6 +1,8 @@
 // Unit tests of ParamLayout and ShardPlan (no MPI traffic).
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+
 #include "asyncps/error.h"
 #include "asyncps/param_layout.h"
 #include "asyncps/roles.h"
@@ -157,4 +159,77 @@ TEST_CASE("row plan: contiguous row ranges per server, every row on exactly one"
   for (int s = 0; s < 12; ++s) total += wide.part(0, s).rows;
   CHECK(total == 10);
   CHECK(wide.part(0, 11).rows == 0);
+}
+
+TEST_CASE("row groups: share_rows_with interleaves tables' rows, refused for no earlier table or other rows",
+          "[layout][plan][table]") {
+  ParamLayout l;
+  l.add("w", {3});
+  l.add_table("wide", {.rows = 10, .dim = 1, .optimizer = RowOptimizer::Adagrad});          // stride 2
+  l.add_table("alone", {.rows = 7, .dim = 3});                                              // stride 3
+  l.add_table("deep", {.rows = 10, .dim = 4, .optimizer = RowOptimizer::Adagrad, .share_rows_with = "wide"});  // 5
+  l.add_table("more", {.rows = 10, .dim = 2, .share_rows_with = "deep"});  // (deep's group: wide's)
+  const auto& t = l.tables();
+  CHECK(t[0].group == 0);
+  CHECK(t[2].group == 0);
+  CHECK(t[3].group == 0);
+  CHECK(t[1].group == 1);
+  CHECK(t[0].group_offset == 0);
+  CHECK(t[2].group_offset == 2);
+  CHECK(t[3].group_offset == 7);
+  for (std::size_t i : {0u, 2u, 3u}) CHECK(t[i].group_stride == 9);
+  CHECK(t[1].group_stride == 3);
+  CHECK(t[1].group_offset == 0);
+  // the refusals name the table and the reason
+  CHECK_THROWS_WITH(l.add_table("x", {.rows = 10, .dim = 1, .share_rows_with = "nope"}),
+                    Catch::Contains("'x'") && Catch::Contains("no earlier table"));
+  CHECK_THROWS_WITH(l.add_table("y", {.rows = 11, .dim = 1, .share_rows_with = "wide"}),
+                    Catch::Contains("11 rows") && Catch::Contains("'wide'") && Catch::Contains("10"));
+  CHECK_THROWS_WITH(l.add_table("z", {.rows = 10, .dim = 1, .share_rows_with = "z"}), Catch::Contains("no earlier table"));
+  CHECK_THROWS_WITH(l.add_table("w2", {.rows = 10, .dim = 1, .share_rows_with = "w"}), Catch::Contains("no earlier table"));
+  CHECK(l.tables().size() == 4);  // (nothing added by a refusal)
+
+  // the plan: every server's group rows hold each table's row side by side, one group row apart
+  for (int servers : {1, 3}) {
+    const RowPlan plan(l, servers);
+    std::size_t floats = 0;
+    for (int s = 0; s < servers; ++s) {
+      const auto& pw = plan.part(0, s);
+      CHECK(plan.part(2, s).first_row == pw.first_row);
+      CHECK(plan.part(2, s).rows == pw.rows);
+      CHECK(plan.part(2, s).offset == pw.offset + 2);
+      CHECK(plan.part(3, s).offset == pw.offset + 7);
+      for (std::uint64_t r = pw.first_row; r < pw.first_row + pw.rows; ++r) {
+        CHECK(plan.offset_of(0, s, r) == pw.offset + (r - pw.first_row) * 9);
+        CHECK(plan.offset_of(2, s, r) == plan.offset_of(0, s, r) + 2);
+        CHECK(plan.offset_of(3, s, r) == plan.offset_of(0, s, r) + 7);
+      }
+      CHECK(plan.pitch(2) == 9);
+      CHECK(plan.stride(2) == 5);
+      CHECK(plan.pitch(1) == 3);
+      // no two tables' floats overlap, and the window holds exactly them
+      std::vector<int> owner(plan.server_floats(s), -1);
+      for (std::size_t ti = 0; ti < t.size(); ++ti) {
+        const auto& p = plan.part(ti, s);
+        for (std::uint64_t r = p.first_row; r < p.first_row + p.rows; ++r)
+          for (int c = 0; c < t[ti].stride(); ++c) {
+            const std::size_t at = plan.offset_of(ti, s, r) + static_cast<std::size_t>(c);
+            REQUIRE(at < owner.size());
+            CHECK(owner[at] == -1);
+            owner[at] = static_cast<int>(ti);
+          }
+      }
+      CHECK(std::count(owner.begin(), owner.end(), -1) == 0);
+      floats += plan.server_floats(s);
+    }
+    CHECK(floats == 10 * 9 + 7 * 3);
+  }
+
+  // sharing rows is part of the hash (the window's layout differs); a table stored alone hashes as before
+  ParamLayout a, b;
+  a.add_table("wide", {.rows = 10, .dim = 1});
+  b.add_table("wide", {.rows = 10, .dim = 1});
+  a.add_table("deep", {.rows = 10, .dim = 4});
+  b.add_table("deep", {.rows = 10, .dim = 4, .share_rows_with = "wide"});
+  CHECK(a.hash() != b.hash());
 }
