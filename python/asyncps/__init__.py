@@ -38,6 +38,7 @@ finally:
 from ._asyncps import (  # noqa: E402
     CheckpointError,
     ConfigError,
+    EmbeddingGroup,
     EmbeddingTable,
     Error,
     Layout,
@@ -63,7 +64,7 @@ from ._asyncps import (  # noqa: E402
 )
 
 __all__ = [
-    "CheckpointError", "ConfigError", "EmbeddingTable", "Error", "Layout", "MpiError", "ParameterServer", "RowPush",
+    "CheckpointError", "ConfigError", "EmbeddingGroup", "EmbeddingTable", "Error", "Layout", "MpiError", "ParameterServer", "RowPush",
     "Session", "StallError", "StepEnd", "StepStart", "TableInfo", "TensorInfo", "WorkerClient", "abort_job", "export_checkpoint_npy", "export_npy", "list_checkpoints",
     "read_checkpoint", "abort_on_uncaught_exception", "MODES", "PULL_METHODS", "SERVER_PROGRESS", "__version__",
 ]

@@ -76,6 +76,8 @@ void bind_layout(py::module_& m) {
       .def_property_readonly("init_scale", [](const asyncps::TableInfo& t) { return t.spec.init_scale; })
       .def_property_readonly("seed", [](const asyncps::TableInfo& t) { return t.spec.seed; })
       .def_property_readonly("initial_accumulator", [](const asyncps::TableInfo& t) { return t.spec.initial_accumulator; })
+      .def_property_readonly("share_rows_with", [](const asyncps::TableInfo& t) { return t.spec.share_rows_with; },
+                             "the earlier table whose rows this one's are stored beside ('' if stored alone)")
       .def_property_readonly("stride", &asyncps::TableInfo::stride, "floats per row on the servers (the row, then Adagrad's accumulator)")
       .def("__repr__", [](const asyncps::TableInfo& t) {
         return "TableInfo(" + t.name + ", rows=" + std::to_string(t.spec.rows) + ", dim=" + std::to_string(t.spec.dim) +
@@ -99,7 +101,7 @@ void bind_layout(py::module_& m) {
       .def(
           "add_table",
           [](asyncps::ParamLayout& l, py::handle name, py::handle rows, py::handle dim, py::handle optimizer,
-             py::handle init_scale, py::handle seed, py::handle initial_accumulator) {
+             py::handle init_scale, py::handle seed, py::handle initial_accumulator, py::handle share_rows_with) {
             constexpr const char* call = "Layout.add_table";
             const std::string n = str_arg(name, call, "name");
             asyncps::TableSpec spec;
@@ -114,15 +116,19 @@ void bind_layout(py::module_& m) {
             const std::int64_t sd = int64_arg(seed, call, "seed");
             spec.seed = static_cast<std::uint64_t>(sd);  // (any 64 bits: -1 is 2**64 - 1)
             spec.initial_accumulator = float32_arg(initial_accumulator, call, "initial_accumulator");
+            if (!share_rows_with.is_none()) spec.share_rows_with = str_arg(share_rows_with, call, "share_rows_with");
             l.add_table(n, spec);
           },
           py::arg("name"), py::arg("rows"), py::arg("dim"), py::kw_only(), py::arg("optimizer") = "sgd",
           py::arg("init_scale") = 0.01, py::arg("seed") = 0, py::arg("initial_accumulator") = 0.1,
+          py::arg("share_rows_with") = py::none(),
           "Adds an embedding table of rows x dim float32, sharded across the servers by row and read and updated a "
           "few rows at a time (asyncps.EmbeddingTable); it is not part of the arena (size). optimizer: 'sgd' or "
           "'adagrad' (one accumulator per row on the servers, initial_accumulator to start with). Rows start uniform "
-          "in [-init_scale, init_scale], a function of seed, the name, row and column. ConfigError for an invalid or "
-          "repeated name and values beyond the library's limits.")
+          "in [-init_scale, init_scale], a function of seed, the name, row and column. share_rows_with: the name of an "
+          "earlier table with the same rows whose keys this one shares; row r of both is stored side by side, so that "
+          "an asyncps.EmbeddingGroup moves them in one operation per run. ConfigError for an invalid or repeated name, "
+          "a share_rows_with that names no earlier table or one of other rows, and values beyond the library's limits.")
       .def_property_readonly(
           "tables", [](const asyncps::ParamLayout& l) { return std::vector<asyncps::TableInfo>(l.tables()); },
           "a list of copies of the tables' TableInfo, in order")

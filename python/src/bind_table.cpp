@@ -1,4 +1,4 @@
-// defines: asyncps_python::bind_table (asyncps.EmbeddingTable, RowPush)
+// defines: asyncps_python::bind_table (asyncps.EmbeddingTable, asyncps.EmbeddingGroup, RowPush)
 // A worker's handle on one embedding table (asyncps/embedding_table.h). It keeps its
 // WorkerClient's Python object alive and checks, on every call, the owner thread and that the
 // worker is open (a closed worker has let go of the C++ state the table uses) before its
@@ -6,6 +6,7 @@
 // buffers of any shape (buffers.h); rows: float32 buffers of keys x dim.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
 
 #include "args.h"
 #include "asyncps/embedding_table.h"
@@ -48,6 +49,18 @@ py::dict stats_dict(const asyncps::TableStats& s) {
   d["push_seconds"] = s.push_seconds;
   return d;
 }
+
+struct GroupHandle {
+  std::shared_ptr<WorkerHandle> worker;
+  std::unique_ptr<asyncps::EmbeddingGroup> group;  // (as TableHandle's table)
+  std::vector<std::string> names;
+  std::vector<int> dims;
+  std::uint64_t rows = 0;
+  asyncps::EmbeddingGroup& get(const char* call, bool in_tick_ok = false) const {
+    worker->get(call, in_tick_ok);
+    return *group;
+  }
+};
 
 std::size_t row_floats(std::size_t keys, int dim, const char* call) {
   const auto d = static_cast<std::size_t>(dim);
@@ -195,6 +208,106 @@ void bind_table(py::module_& m) {
       .def("__repr__", [](const TableHandle& h) {
         return "EmbeddingTable(" + h.name + ", rows=" + std::to_string(h.rows) + ", dim=" + std::to_string(h.dim) +
                ", optimizer=" + asyncps::name_of(h.optimizer) + ")";
+      });
+
+  py::class_<GroupHandle>(
+      m, "EmbeddingGroup",
+      "Tables of one row group (Layout.add_table(..., share_rows_with=...)), pulled and pushed together: each\n"
+      "run of rows is one operation for all of them. Each table is updated as its own EmbeddingTable.push_rows\n"
+      "would update it. Not collective; the worker must be open.")
+      .def(py::init([](py::handle worker_obj, py::handle names) {
+             constexpr const char* call = "EmbeddingGroup";
+             check_thread(call);
+             if (!py::isinstance<WorkerHandle>(worker_obj))
+               throw py::type_error("asyncps: EmbeddingGroup: worker must be an asyncps.WorkerClient (got " +
+                                    type_name(worker_obj) + ")");
+             if (py::isinstance<py::str>(names) || !py::isinstance<py::sequence>(names))
+               throw py::type_error("asyncps: EmbeddingGroup: names must be a list of table names (got " +
+                                    type_name(names) + ")");
+             std::vector<std::string> n;
+             for (py::handle x : names) n.push_back(str_arg(x, call, "names"));
+             auto worker = worker_obj.cast<std::shared_ptr<WorkerHandle>>();
+             asyncps::WorkerClient& w = worker->get(call);
+             auto h = std::make_unique<GroupHandle>();
+             h->group = std::make_unique<asyncps::EmbeddingGroup>(w, n);
+             for (std::size_t i = 0; i < h->group->size(); ++i) h->names.push_back(h->group->name(i)), h->dims.push_back(h->group->dim(i));
+             h->rows = h->group->rows();
+             h->worker = std::move(worker);
+             return h;
+           }),
+           py::arg("worker"), py::arg("names"))
+      .def_property_readonly("names", [](const GroupHandle& h) { return py::list(py::cast(h.names)); }, "the tables, in order")
+      .def_property_readonly("dims", [](const GroupHandle& h) { return py::list(py::cast(h.dims)); }, "each table's dim")
+      .def_readonly("rows", &GroupHandle::rows)
+      .def_property_readonly("stats",
+                             [](const GroupHandle& h) { return stats_dict(h.get("EmbeddingGroup.stats", true).stats()); },
+                             "this group's calls: operations (runs), bytes, seconds; each table's stats count its keys and rows")
+      .def(
+          "pull_rows",
+          [](GroupHandle& h, py::handle keys, py::handle out) -> py::list {
+            constexpr const char* call = "EmbeddingGroup.pull_rows";
+            h.get(call);
+            KeyBuffer k = key_buffer(keys, "EmbeddingGroup.pull_rows: keys");
+            py::list results;
+            if (out.is_none()) {
+              for (int dim : h.dims)
+                results.append(py::array_t<float>({static_cast<py::ssize_t>(k.span.size()), static_cast<py::ssize_t>(dim)}));
+            } else {
+              if (py::isinstance<py::str>(out) || !py::isinstance<py::sequence>(out) || py::len(out) != h.dims.size())
+                throw py::value_error("asyncps: EmbeddingGroup.pull_rows: out must be a list of " +
+                                      std::to_string(h.dims.size()) + " float32 buffers, one per table (got " +
+                                      type_name(out) + ")");
+              for (py::handle x : out) results.append(x);
+            }
+            std::vector<FloatBuffer> bufs;
+            std::vector<std::span<float>> spans;
+            for (std::size_t m = 0; m < h.dims.size(); ++m) {
+              const std::string what = "EmbeddingGroup.pull_rows: out[" + std::to_string(m) + "] (table '" + h.names[m] + "')";
+              bufs.push_back(float_buffer(results[m], row_floats(k.span.size(), h.dims[m], call), what, true));
+              spans.push_back(bufs.back().span);
+            }
+            asyncps::EmbeddingGroup& g = h.get(call);
+            {
+              py::gil_scoped_release unlocked;
+              g.pull_rows(k.span, spans);
+            }
+            return results;
+          },
+          py::arg("keys"), py::arg("out") = py::none(),
+          "Each table's rows of keys, as its EmbeddingTable.pull_rows, in one operation per run; returns a list of "
+          "them in the group's order. out: a list of writable float32 buffers (len(keys) * dim of each table), or "
+          "None for new (len(keys), dim) arrays.")
+      .def(
+          "push_rows",
+          [](GroupHandle& h, py::handle keys, py::handle grads, py::handle scale) {
+            constexpr const char* call = "EmbeddingGroup.push_rows";
+            h.get(call);
+            const float sc = scale_arg(scale, call);
+            KeyBuffer k = key_buffer(keys, "EmbeddingGroup.push_rows: keys");
+            if (py::isinstance<py::str>(grads) || !py::isinstance<py::sequence>(grads) || py::len(grads) != h.dims.size())
+              throw py::value_error("asyncps: EmbeddingGroup.push_rows: grads must be a list of " +
+                                    std::to_string(h.dims.size()) + " float32 buffers, one per table (got " +
+                                    type_name(grads) + ")");
+            std::vector<FloatBuffer> bufs;
+            std::vector<std::span<const float>> spans;
+            for (std::size_t m = 0; m < h.dims.size(); ++m) {
+              const std::string what = "EmbeddingGroup.push_rows: grads[" + std::to_string(m) + "] (table '" + h.names[m] + "')";
+              py::object x = grads[py::int_(m)];
+              bufs.push_back(float_buffer(x, row_floats(k.span.size(), h.dims[m], call), what, false));
+              spans.push_back(bufs.back().span);
+            }
+            asyncps::EmbeddingGroup& g = h.get(call);
+            py::gil_scoped_release unlocked;
+            return g.push_rows(k.span, spans, sc);
+          },
+          py::arg("keys"), py::arg("grads"), py::arg("scale"),
+          "grads: a list of each table's gradients of keys (len(keys) * dim float32 each); each table updated as by "
+          "its EmbeddingTable.push_rows with this scale, in one operation per run. NaN/Inf in any sends nothing for "
+          "any (RowPush.nonfinite).")
+      .def("__repr__", [](const GroupHandle& h) {
+        std::string s = "EmbeddingGroup([";
+        for (std::size_t i = 0; i < h.names.size(); ++i) s += (i ? ", " : "") + h.names[i];
+        return s + "], rows=" + std::to_string(h.rows) + ")";
       });
 }
 

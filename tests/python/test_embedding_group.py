@@ -1,0 +1,153 @@
+"""Proves (mpirun -np 3: 1 server, 2 workers) asyncps.EmbeddingGroup and Layout.add_table(share_rows_with=):
+  - add_table refuses a share_rows_with that names no earlier table, or one of other rows, or is not a str,
+    with one 'asyncps:' message; TableInfo.share_rows_with reads it back;
+  - EmbeddingGroup refuses bad names (not a list, unknown, twice, tables that do not share rows) and bad
+    buffers (wrong count, wrong size naming the table, read-only out) with one 'asyncps:' message;
+  - the two workers' concurrent group pushes sum exactly in each table, and each table's own start and
+    columns are kept (a push of one table leaves the other's alone);
+  - a group pull returns each table's rows as that table's own EmbeddingTable.pull_rows does;
+  - a NaN in one table's gradient sends nothing for any, and every rank exits 0."""
+import os
+import sys
+
+import numpy as np
+
+import asyncps
+
+failures = []
+RANK = int(os.environ.get("OMPI_COMM_WORLD_RANK", os.environ.get("PMI_RANK", "0")))
+
+
+def fail(what):
+    failures.append(what)
+    print(f"FAIL [rank {RANK}]: {what}", flush=True)
+
+
+def check(cond, what):
+    if not cond:
+        fail(what)
+
+
+def refused(exc, fn, match, what):
+    try:
+        fn()
+    except exc as e:
+        m = str(e)
+        if not m.startswith("asyncps:"):
+            fail(f"{what}: message does not start with 'asyncps:': {m!r}")
+        elif match not in m:
+            fail(f"{what}: message lacks {match!r}: {m!r}")
+        return
+    except BaseException as e:  # noqa: BLE001
+        fail(f"{what}: expected {exc.__name__}, got {type(e).__name__}: {e}")
+        return
+    fail(f"{what}: expected {exc.__name__}, nothing raised")
+
+
+ROWS = 1 << 12
+layout = asyncps.Layout()
+layout.add("w", (2,))
+layout.add_table("wide", ROWS, 1, init_scale=0.0)
+layout.add_table("apart", 64, 2, init_scale=0.0)
+layout.add_table("deep", ROWS, 4, init_scale=0.0, share_rows_with="wide")
+layout.add_table("seeded", ROWS, 3, init_scale=0.5, seed=3, share_rows_with="wide")
+
+# ---- add_table(share_rows_with=), local
+L = asyncps.Layout
+base = lambda: (lambda l: (l.add_table("a", 10, 2), l)[1])(L())  # noqa: E731
+refused(asyncps.ConfigError, lambda: base().add_table("b", 10, 2, share_rows_with="nope"), "no earlier table",
+        "share_rows_with unknown")
+refused(asyncps.ConfigError, lambda: base().add_table("b", 11, 2, share_rows_with="a"), "11 rows",
+        "share_rows_with, other rows")
+refused(TypeError, lambda: base().add_table("b", 10, 2, share_rows_with=5), "share_rows_with must be a str",
+        "share_rows_with=5")
+check(layout.table("deep").share_rows_with == "wide", "TableInfo.share_rows_with reads back")
+check(layout.table("wide").share_rows_with == "", "a table stored alone: share_rows_with ''")
+
+session = asyncps.Session(layout, num_servers=1)
+if session.is_server:
+    asyncps.ParameterServer(session, np.zeros(2, np.float32)).serve()
+    sys.exit(0)
+w = asyncps.WorkerClient(session)
+me = w.worker_index
+G = asyncps.EmbeddingGroup
+refused(TypeError, lambda: G(w, "wide"), "names must be a list", "EmbeddingGroup(names=str)")
+refused(asyncps.ConfigError, lambda: G(w, []), "at least one table", "EmbeddingGroup([])")
+refused(asyncps.ConfigError, lambda: G(w, ["wide", "nope"]), "no embedding table named", "EmbeddingGroup(unknown)")
+refused(asyncps.ConfigError, lambda: G(w, ["wide", "wide"]), "named twice", "EmbeddingGroup(twice)")
+refused(asyncps.ConfigError, lambda: G(w, ["wide", "apart"]), "do not share rows", "EmbeddingGroup(apart)")
+group = G(w, ["deep", "wide", "seeded"])
+check(group.names == ["deep", "wide", "seeded"] and group.dims == [4, 1, 3] and group.rows == ROWS,
+      f"names, dims, rows: {group.names} {group.dims} {group.rows}")
+keys = np.array([1, 2, 2, 3, 4000, 77], np.uint64)
+refused(ValueError, lambda: group.pull_rows(keys, [np.zeros((6, 4), np.float32)]), "a list of 3",
+        "pull_rows(one buffer)")
+refused(ValueError, lambda: group.pull_rows(keys, [np.zeros((6, 4), np.float32), np.zeros(5, np.float32),
+                                                   np.zeros((6, 3), np.float32)]), "table 'wide'",
+        "pull_rows(wrong size)")
+ro = np.zeros((6, 3), np.float32)
+ro.setflags(write=False)
+refused(ValueError, lambda: group.pull_rows(keys, [np.zeros((6, 4), np.float32), np.zeros(6, np.float32), ro]),
+        "out[2]", "pull_rows(read-only)")
+refused(ValueError, lambda: group.push_rows(keys, [np.zeros((6, 4), np.float32)], 1.0), "a list of 3",
+        "push_rows(one buffer)")
+
+# each table's start, through the group and alone
+deep0, wide0, seeded0 = group.pull_rows(keys)
+check(deep0.shape == (6, 4) and wide0.shape == (6, 1) and seeded0.shape == (6, 3), "shapes")
+check(np.array_equal(seeded0, asyncps.EmbeddingTable(w, "seeded").pull_rows(keys)), "the group reads what one table reads")
+check(not np.all(seeded0 == 0) and np.all(np.abs(seeded0) <= 0.5), "seeded's own start")
+check(np.all(deep0 == 0) and np.all(wide0 == 0), "deep and wide start at 0")
+
+# a NaN in one table's gradient: nothing sent for any (keys whose rows the pushes below never touch)
+hundred = np.arange(100, dtype=np.uint64)
+probe = asyncps.EmbeddingTable(w, "wide")
+busy = set(int(r) for r in probe.row_of(hundred))
+free = [k for k in range(5000, 6000) if probe.row_of(k) not in busy][:5]
+keys = np.array(free[:2] + free[1:], np.uint64)  # (a duplicate)
+if me == 0:
+    bad = np.ones((6, 1), np.float32)
+    bad[3] = np.nan
+    r = group.push_rows(keys, [np.ones((6, 4), np.float32), bad, np.zeros((6, 3), np.float32)], 1.0)
+    check(not r.applied and r.nonfinite, f"a NaN in wide's gradient: {r}")
+    check(group.stats["nonfinite"] == 1, f"group stats nonfinite: {group.stats}")
+    d, wd, _ = group.pull_rows(keys)
+    check(np.all(d == 0) and np.all(wd == 0), "nothing landed for any table")
+
+# concurrent pushes: 50 group pushes per worker (deep += 1, wide += 2 per key) and 10 of deep alone
+deep = asyncps.EmbeddingTable(w, "deep")
+hundred_twice = np.concatenate([hundred, hundred[:10]])  # duplicates within a call
+for p in range(50):
+    r = group.push_rows(hundred_twice, [np.ones((110, 4), np.float32), np.full((110, 1), 2.0, np.float32),
+                                        np.zeros((110, 3), np.float32)], 1.0)
+    check(r.applied, f"group push {p}")
+    if p % 5 == 0:
+        deep.push_rows(hundred, np.full((100, 4), 0.5, np.float32), 1.0)
+w.drain()
+d, wd, s = group.pull_rows(hundred)
+workers = 2
+# per row (keys that share a row add up): a group push adds 1 to deep and 2 to wide per key, deep alone 0.5
+rows_of = [int(r) for r in probe.row_of(hundred)]
+per_row_g, per_row_d = {}, {}
+for k in hundred_twice:
+    r = int(probe.row_of(int(k)))
+    per_row_g[r] = per_row_g.get(r, 0) + 1
+for k in hundred:
+    r = int(probe.row_of(int(k)))
+    per_row_d[r] = per_row_d.get(r, 0) + 1
+want_d = np.array([[workers * (50 * per_row_g[r] + 10 * 0.5 * per_row_d[r])] * 4 for r in rows_of], np.float32)
+want_w = np.array([[workers * 50 * 2.0 * per_row_g[r]] for r in rows_of], np.float32)
+check(len(set(rows_of)) < 100, "(some of the keys share a row: their sums add up)")
+check(np.array_equal(d, want_d), f"deep's sums exact: {d[:12, 0]}")
+check(np.array_equal(wd, want_w), f"wide's sums exact: {wd[:12, 0]}")
+s_alone = asyncps.EmbeddingTable(w, "seeded").pull_rows(hundred)
+check(np.array_equal(s, s_alone), "seeded read the same through the group")
+check(group.stats["runs"] > 0 and group.stats["pushes"] == 50, f"group stats: {group.stats}")
+w.finish()
+w.close()
+refused(ValueError, lambda: group.pull_rows(keys), "closed", "pull_rows after close")
+
+if failures:
+    print(f"[rank {RANK}] {len(failures)} failure(s)", flush=True)
+    sys.exit(1)
+print(f"[rank {RANK}] test_embedding_group: all checks passed", flush=True)
