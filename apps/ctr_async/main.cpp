@@ -94,10 +94,28 @@ int run_worker(const Config& c, asyncps::Session& session) {
   const net_counters::NetBytes wire0 = net_counters::read();
   EvalClock clock;
   auto last_log = start;
+  // the next batch's rows are prefetched during this step (unless --no_prefetch)
+  Batch next;
+  bool have_next = false;
+  const auto prefetch = [&](std::span<const std::uint64_t> keys) {
+    if (both) return both->prefetch_rows(keys);
+    wide.prefetch_rows(keys);
+    if (deep) deep->prefetch_rows(keys);
+  };
   while (auto s = steps.begin_step(params, c.training_steps)) {
-    fill(log, stream, next_example, c.batch_size, batch, ex);
-    next_example += static_cast<std::uint64_t>(c.batch_size);
-    rows(batch.keys, wide_rows, deep_rows);
+    if (have_next) {
+      std::swap(batch, next);
+    } else {
+      fill(log, stream, next_example, c.batch_size, batch, ex);
+      next_example += static_cast<std::uint64_t>(c.batch_size);
+    }
+    rows(batch.keys, wide_rows, deep_rows);  // (takes the prefetch of these keys)
+    have_next = !c.no_prefetch;
+    if (have_next) {
+      fill(log, stream, next_example, c.batch_size, next, ex);
+      next_example += static_cast<std::uint64_t>(c.batch_size);
+      prefetch(next.keys);
+    }
     loss = forward_backward(shape, layout, params, batch, wide_rows, deep_rows, logits, &grads);
     const asyncps::StepEnd landed = steps.end_step(grads.dense, static_cast<float>(-c.learning_rate));
     if (landed.applied) {  // the rows follow the dense step (a non-finite gradient sends neither)

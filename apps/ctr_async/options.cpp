@@ -144,6 +144,9 @@ std::optional<Config> parse_config(int argc, char** argv, bool print_help) {
     ("separate_tables", po::bool_switch(&c.separate_tables),
      "store the wide and deep tables' rows apart, each moved by its own operations (by default a key's wide weight and "
      "deep embedding share a row group: one operation per run for both)")
+    ("no_prefetch", po::bool_switch(&c.no_prefetch),
+     "read each batch's rows when its step starts (by default they are prefetched during the step before, "
+     "EmbeddingTable::prefetch_rows: a worker's own updates are in them, the others' one step staler)")
     ("allreduce", po::bool_switch(&c.allreduce),
      "train data-parallel instead, the baseline: every rank a worker holding the whole model, the tables' gradient "
      "MPI_Allreduce-summed every step (no servers: --ps is not used)")

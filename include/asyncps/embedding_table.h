@@ -63,7 +63,8 @@ struct TableStats {
   std::uint64_t runs = 0;                          // MPI operations' contiguous runs, pulls and pushes
   std::uint64_t bytes_pulled = 0, bytes_pushed = 0;
   std::uint64_t nonfinite = 0;                     // pushes refused for NaN or Inf
-  double pull_seconds = 0, push_seconds = 0;
+  std::uint64_t prefetched = 0;                    // pulls that took a prefetch_rows
+  double pull_seconds = 0, push_seconds = 0;       // (a prefetch's issue counts with the pull that takes it)
 };
 
 // What push_rows() did.
@@ -98,11 +99,18 @@ class EmbeddingTable {
   // data here. Reads come after this worker's earlier pushes to the same rows. out must hold
   // keys.size() * dim floats.
   void pull_rows(std::span<const std::uint64_t> keys, std::span<float> out);
+  // Starts reading the rows of keys (the next batch's) and returns: the next pull_rows of the very
+  // same keys takes them (waits for what is still on its way) instead of reading then, so the
+  // read flies during this step's compute. What it returns is the rows as they were when the
+  // prefetch was issued, plus this worker's own pushes since (added when it lands), so a worker
+  // still reads its own updates; other workers' updates since are missed, one step staler. A pull
+  // of other keys, another prefetch, or drain() drops it. One at a time per row group.
+  void prefetch_rows(std::span<const std::uint64_t> keys);
   // grads[i*dim, (i+1)*dim) is the gradient of keys[i]'s row; the gradients of keys that share
   // a row are summed first, then each row is updated once (Sgd: row += scale * g; Adagrad: see
   // above, scale = -learning rate). A gradient holding NaN or Inf (or one that overflows when
   // scaled) sends nothing and counts in stats().nonfinite. Returns with the update in flight
-  // (from the table's own buffer: keys and grads are free at once), so that it flies during the
+  // (from its row group's own buffer: keys and grads are free at once), so that it flies during the
   // dense step; it lands before this worker's next pull_rows of those rows reads them and
   // before drain() returns. ConfigError for sizes that do not match, a non-finite scale, or after drain().
   RowPush push_rows(std::span<const std::uint64_t> keys, std::span<const float> grads, float scale);
@@ -138,6 +146,9 @@ class EmbeddingGroup {
 
   // out[m] = table m's rows of keys, as EmbeddingTable::pull_rows (keys.size() * dim(m) floats each).
   void pull_rows(std::span<const std::uint64_t> keys, std::span<const std::span<float>> out);
+  // As EmbeddingTable::prefetch_rows, for all the group's tables (a pull of the same keys by this
+  // group or by one of its tables' handles takes it).
+  void prefetch_rows(std::span<const std::uint64_t> keys);
   // grads[m] = table m's gradients of keys; each table updated as by its EmbeddingTable::push_rows
   // with this scale, all in one accumulate per run. A non-finite gradient in any table sends
   // nothing for any (counted in that table's stats().nonfinite and in this group's).

@@ -45,6 +45,7 @@ py::dict stats_dict(const asyncps::TableStats& s) {
   d["bytes_pulled"] = s.bytes_pulled;
   d["bytes_pushed"] = s.bytes_pushed;
   d["nonfinite"] = s.nonfinite;
+  d["prefetched"] = s.prefetched;
   d["pull_seconds"] = s.pull_seconds;
   d["push_seconds"] = s.push_seconds;
   return d;
@@ -187,6 +188,21 @@ void bind_table(py::module_& m) {
           "out[i] = the row of keys[i] (element-wise atomic reads), after this worker's earlier pushes; returns out. "
           "out: a writable float32 buffer of len(keys) * dim elements, or None for a new (len(keys), dim) array.")
       .def(
+          "prefetch_rows",
+          [](TableHandle& h, py::handle keys) {
+            constexpr const char* call = "EmbeddingTable.prefetch_rows";
+            h.get(call);
+            KeyBuffer k = key_buffer(keys, "EmbeddingTable.prefetch_rows: keys");
+            row_floats(k.span.size(), 1, call);
+            asyncps::EmbeddingTable& t = h.get(call);
+            py::gil_scoped_release unlocked;
+            t.prefetch_rows(k.span);
+          },
+          py::arg("keys"),
+          "Starts reading the rows of keys (the next batch's) and returns; the next pull_rows of the very same keys "
+          "takes them instead of reading then, so the read flies during this step. They are the rows as of now plus "
+          "this worker's own pushes since; a pull of other keys, another prefetch or drain() drops it.")
+      .def(
           "push_rows",
           [](TableHandle& h, py::handle keys, py::handle grads, py::handle scale) {
             constexpr const char* call = "EmbeddingTable.push_rows";
@@ -277,6 +293,18 @@ void bind_table(py::module_& m) {
           "Each table's rows of keys, as its EmbeddingTable.pull_rows, in one operation per run; returns a list of "
           "them in the group's order. out: a list of writable float32 buffers (len(keys) * dim of each table), or "
           "None for new (len(keys), dim) arrays.")
+      .def(
+          "prefetch_rows",
+          [](GroupHandle& h, py::handle keys) {
+            constexpr const char* call = "EmbeddingGroup.prefetch_rows";
+            h.get(call);
+            KeyBuffer k = key_buffer(keys, "EmbeddingGroup.prefetch_rows: keys");
+            row_floats(k.span.size(), 1, call);
+            asyncps::EmbeddingGroup& g = h.get(call);
+            py::gil_scoped_release unlocked;
+            g.prefetch_rows(k.span);
+          },
+          py::arg("keys"), "As EmbeddingTable.prefetch_rows, for all the group's tables.")
       .def(
           "push_rows",
           [](GroupHandle& h, py::handle keys, py::handle grads, py::handle scale) {

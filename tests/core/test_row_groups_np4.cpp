@@ -5,7 +5,11 @@
 // gives bit for bit the rows and accumulators of the same tables stored apart; a non-finite
 // gradient in any table of a group call sends nothing for any; the calls refuse bad groups and
 // bad buffers with one message; and the grouped tables restore from a checkpoint on another
-// number of servers, read back per table. (np4: 2 servers + 2 workers; np3 and pt2pt: 1 server.)
+// number of servers, read back per table; a prefetch (prefetch_rows) taken by the next pull of the
+// same keys reads what a plain pull then reads, this worker's pushes since included (Adagrad's
+// accumulators too: bit for bit the tables apart), a pull of other keys drops it, and in the
+// training loop's order every push still counts exactly. (np4: 2 servers + 2 workers; np3 and
+// pt2pt: 1 server.)
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -315,4 +319,127 @@ TEST_CASE("row groups survive a checkpoint: restored on another number of server
   CHECK(s_after == s_before);
   MPI_Barrier(MPI_COMM_WORLD);
   if (rank == 0) std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("prefetch: a pull of the same keys takes it with this worker's pushes since added; other keys drop it",
+          "[mpi][embedding]") {
+  const int servers = test_servers();
+  int world_rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+  MPI_Comm workers;
+  MPI_Comm_split(MPI_COMM_WORLD, world_rank < servers ? 0 : 1, world_rank, &workers);
+  Session session(MPI_COMM_WORLD, group_layout(), {.num_servers = servers});
+  if (session.roles().is_server()) {
+    ParameterServer ps(session, std::vector<float>{0.f});
+    ps.serve();
+    MPI_Comm_free(&workers);
+    return;
+  }
+  WorkerClient w(session);
+  EmbeddingGroup pair(w, {"wide", "deep"});
+  EmbeddingTable wide(w, "wide"), deep(w, "deep");
+  const int me = w.worker_index();
+  auto pull_pair = [&](const std::vector<std::uint64_t>& keys, std::vector<float>& pw, std::vector<float>& pd) {
+    pw.resize(keys.size()), pd.resize(keys.size() * 3);
+    const std::span<float> out[] = {pw, pd};
+    pair.pull_rows(keys, out);
+  };
+  auto push_pair = [&](const std::vector<std::uint64_t>& keys, int p, float scale) {
+    auto gw = grads_for(me, p, keys.size(), 1, 11);
+    for (float& x : gw) x = 0.5f - 0.125f * x;
+    const auto gd = grads_for(me, p, keys.size(), 3, 5);
+    const std::span<const float> g[] = {gw, gd};
+    REQUIRE(pair.push_rows(keys, g, scale).applied);
+  };
+  // worker 0 alone: what a taken prefetch returns equals a read made after the pushes
+  MPI_Barrier(workers);
+  if (me == 0) {
+    const auto a = batch_keys(0, 1), b = batch_keys(0, 2);  // (they share rows 1, 2, 3 and others)
+    std::vector<float> tw, td, rw, rd;
+    // first, on fresh tables: prefetch, push, take, push again, against the same tables apart with
+    // plain reads: bit for bit the same rows, so the Adagrad accumulators came with the prefetch
+    // and got this worker's push added too (the second push steps by them)
+    EmbeddingTable wide_apart(w, "wide_apart"), deep_apart(w, "deep_apart");
+    auto push_apart = [&](const std::vector<std::uint64_t>& keys, int p, float scale) {
+      auto gw = grads_for(me, p, keys.size(), 1, 11);
+      for (float& x : gw) x = 0.5f - 0.125f * x;
+      REQUIRE(wide_apart.push_rows(keys, gw, scale).applied);
+      REQUIRE(deep_apart.push_rows(keys, grads_for(me, p, keys.size(), 3, 5), scale).applied);
+    };
+    pair.prefetch_rows(a);
+    push_pair(b, 30, -0.05f);
+    pull_pair(a, tw, td);
+    push_pair(a, 31, -0.05f);
+    pull_pair(a, tw, td);
+    push_apart(b, 30, -0.05f);
+    rw.resize(a.size()), rd.resize(a.size() * 3);
+    wide_apart.pull_rows(a, rw);
+    deep_apart.pull_rows(a, rd);
+    push_apart(a, 31, -0.05f);
+    wide_apart.pull_rows(a, rw);
+    deep_apart.pull_rows(a, rd);
+    CHECK(tw == rw);
+    CHECK(td == rd);
+    CHECK(pair.stats().prefetched == 1);
+    for (int round = 0; round < 3; ++round) {
+      pair.prefetch_rows(a);
+      push_pair(b, round, -0.05f);                    // issued after the prefetch: added when it lands
+      if (round == 2) push_pair(a, round + 10, -0.05f);  // two pushes in between
+      pull_pair(a, tw, td);                           // takes it
+      pull_pair(a, rw, rd);                           // a plain read
+      CHECK(tw == rw);
+      CHECK(td == rd);
+    }
+    CHECK(pair.stats().prefetched == 4);
+    // other keys drop it: the pull reads anew, and counts nothing as prefetched
+    pair.prefetch_rows(a);
+    pull_pair(b, rw, rd);
+    CHECK(pair.stats().prefetched == 4);  // (unchanged)
+    std::vector<float> bw, bd;
+    pull_pair(b, bw, bd);
+    CHECK(rw == bw);
+    CHECK(rd == bd);
+    // a table's own handle takes a prefetch of its group made by the group, and the other way round
+    pair.prefetch_rows(b);
+    push_pair(a, 21, -0.05f);
+    std::vector<float> only(b.size() * 3), direct(b.size() * 3);
+    deep.pull_rows(b, only);
+    deep.pull_rows(b, direct);
+    CHECK(only == direct);
+    CHECK(deep.stats().prefetched == 1);
+    wide.prefetch_rows(a);
+    pull_pair(a, tw, td);
+    CHECK(pair.stats().prefetched == 5);
+    pull_pair(a, rw, rd);
+    CHECK(tw == rw);
+    CHECK(td == rd);
+  }
+  MPI_Barrier(workers);
+  // both workers: the training loop's order (pull taking the prefetch, prefetch the next, push)
+  // leaves every push counted exactly, and each pull reads at least this worker's own pushes
+  const std::vector<std::uint64_t> hot = {100, 101, 102};
+  std::vector<float> before_w, before_d;
+  pull_pair(hot, before_w, before_d);
+  MPI_Barrier(workers);
+  std::vector<float> pw, pd;
+  double own = 0;
+  pair.prefetch_rows(hot);
+  std::size_t below = 0;
+  for (int p = 0; p < 100; ++p) {
+    pull_pair(hot, pw, pd);
+    below += pd[0] < before_d[0] + static_cast<float>(own);
+    pair.prefetch_rows(hot);
+    std::vector<float> gw(hot.size(), 0.f), gd(hot.size() * 3, 1.f);
+    const std::span<const float> g[] = {gw, gd};
+    REQUIRE(pair.push_rows(hot, g, 1.f).applied);
+    own += 1;
+  }
+  CHECK(below == 0);
+  w.drain();  // (with a prefetch still in flight: dropped)
+  pull_pair(hot, pw, pd);
+  for (int c = 0; c < 3; ++c)
+    CHECK(pd[static_cast<std::size_t>(c)] == before_d[static_cast<std::size_t>(c)] + 100.f * session.roles().num_workers());
+  w.finish();
+  CHECK_THROWS_WITH(pair.prefetch_rows(hot), Catch::Contains("after finish()"));
+  MPI_Comm_free(&workers);
 }

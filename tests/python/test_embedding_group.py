@@ -6,7 +6,10 @@
   - the two workers' concurrent group pushes sum exactly in each table, and each table's own start and
     columns are kept (a push of one table leaves the other's alone);
   - a group pull returns each table's rows as that table's own EmbeddingTable.pull_rows does;
-  - a NaN in one table's gradient sends nothing for any, and every rank exits 0."""
+  - a NaN in one table's gradient sends nothing for any;
+  - prefetch_rows: the next pull of the same keys takes it (stats["prefetched"]) and reads what a plain
+    pull reads, this worker's push since included; a prefetch nobody takes is dropped by drain(); and
+    every rank exits 0."""
 import os
 import sys
 
@@ -113,6 +116,15 @@ if me == 0:
     check(group.stats["nonfinite"] == 1, f"group stats nonfinite: {group.stats}")
     d, wd, _ = group.pull_rows(keys)
     check(np.all(d == 0) and np.all(wd == 0), "nothing landed for any table")
+    # a prefetch: the next pull of the same keys takes it, with this worker's push since added
+    group.prefetch_rows(keys)
+    group.push_rows(keys, [np.ones((6, 4), np.float32), np.zeros((6, 1), np.float32), np.zeros((6, 3), np.float32)], 1.0)
+    taken = group.pull_rows(keys)
+    direct = group.pull_rows(keys)
+    check(all(np.array_equal(x, y) for x, y in zip(taken, direct)), "a taken prefetch reads what a plain pull reads")
+    check(np.all(taken[0] >= 1), f"the push since the prefetch is in it: {taken[0][:, 0]}")
+    check(group.stats["prefetched"] == 1, f"prefetched: {group.stats}")
+    refused(ValueError, lambda: group.prefetch_rows(np.zeros(3, np.float64)), "keys", "prefetch_rows(float keys)")
 
 # concurrent pushes: 50 group pushes per worker (deep += 1, wide += 2 per key) and 10 of deep alone
 deep = asyncps.EmbeddingTable(w, "deep")
@@ -123,6 +135,7 @@ for p in range(50):
     check(r.applied, f"group push {p}")
     if p % 5 == 0:
         deep.push_rows(hundred, np.full((100, 4), 0.5, np.float32), 1.0)
+probe.prefetch_rows(hundred)  # (a table's handle, never taken: drain drops it)
 w.drain()
 d, wd, s = group.pull_rows(hundred)
 workers = 2
@@ -142,7 +155,7 @@ check(np.array_equal(d, want_d), f"deep's sums exact: {d[:12, 0]}")
 check(np.array_equal(wd, want_w), f"wide's sums exact: {wd[:12, 0]}")
 s_alone = asyncps.EmbeddingTable(w, "seeded").pull_rows(hundred)
 check(np.array_equal(s, s_alone), "seeded read the same through the group")
-check(group.stats["runs"] > 0 and group.stats["pushes"] == 50, f"group stats: {group.stats}")
+check(group.stats["runs"] > 0 and group.stats["pushes"] == 50 + (1 if me == 0 else 0), f"group stats: {group.stats}")
 w.finish()
 w.close()
 refused(ValueError, lambda: group.pull_rows(keys), "closed", "pull_rows after close")

@@ -17,6 +17,10 @@ namespace asyncps {
 
 using detail::RmaBatch;
 using detail::Table;
+namespace detail {
+struct RowMove;
+}
+using detail::RowMove;
 constexpr std::size_t kNotCached = ~std::size_t{0};
 
 // A worker's state for one table: what is its own (its Adagrad accumulators as last read, its
@@ -34,38 +38,54 @@ struct detail::TableState {
   std::vector<std::size_t> cached;   // fresh[u]'s place in acc, or kNotCached
 };
 
-// A worker's state for one row group (TableSpec::share_rows_with; a table stored alone is a group
-// of its own): the buffers that a pull or push of any of its tables moves whole group rows through.
-struct detail::RowGroupState {
-  std::size_t leader = 0;           // the group's first table (its rows place the group's)
-  std::size_t pitch = 0;            // floats per group row
-  std::size_t merge_gap_bytes = 0;  // (merge_gap_bytes() of the session's transport)
-  // one call's rows: order = (row, key index) sorted; rows = its distinct rows; slot[i] = key i's
-  // place in rows; buf = the runs' group rows (a pull's data)
-  std::vector<std::pair<std::uint64_t, std::uint32_t>> order;
-  std::vector<std::uint64_t> rows;
-  std::vector<std::uint32_t> slot;
-  // the operations: runs of rows on one server, gaps of a few rows included (read along, or
-  // added as zeros: fewer, larger operations); pos[u] = row u's group row's float offset in buf
+// One move's plan: a call's keys grouped into distinct sorted rows (order = (row, key index)
+// sorted; rows = its distinct rows; slot[i] = key i's place in rows), cut into runs of rows on one
+// server, gaps of a few rows included (read along, or added as zeros: fewer, larger operations);
+// pos[u] = row u's group row's float offset in buf (the runs' group rows: a pull's data, a push's
+// update).
+struct detail::RowMove {
   struct Run {
     int server = 0;
     std::uint64_t first_row = 0, rows = 0;
     std::size_t buf = 0;
   };
+  std::vector<std::pair<std::uint64_t, std::uint32_t>> order;
+  std::vector<std::uint64_t> rows;
+  std::vector<std::uint32_t> slot;
   std::vector<Run> runs;
   std::vector<std::size_t> pos;
   std::vector<float> buf;
-  // the last push, in flight: its own buffer, completed locally only when the next push needs
-  // the buffer or the worker settles (so that it flies during the dense step and the compute)
-  std::vector<float> push_buf;
+};
+
+// A worker's state for one row group (TableSpec::share_rows_with; a table stored alone is a group
+// of its own): the moves that a pull, a push or a prefetch of any of its tables makes, whole group
+// rows at a time.
+struct detail::RowGroupState {
+  std::size_t leader = 0;           // the group's first table (its rows place the group's)
+  std::size_t pitch = 0;            // floats per group row
+  std::size_t merge_gap_bytes = 0;  // (merge_gap_bytes() of the session's transport)
+  RowMove pull;
+  // the last push, in flight from its own buffer (push.buf), completed locally only when the next
+  // push needs the buffer or the worker settles (so that it flies during the dense step and the compute)
+  RowMove push;
   RmaBatch push_inflight;
   bool push_pending = false;
+  // a prefetch (prefetch_rows) in flight, until a pull of the same keys takes it (or another call
+  // drops it); the pushes sent meanwhile, which it cannot see, leave their update of its rows to
+  // add when it lands: patch_rows[j] = the row's place in ahead.rows, patch = pitch floats each
+  RowMove ahead;
+  std::vector<std::uint64_t> ahead_keys;
+  RmaBatch ahead_inflight;
+  bool ahead_pending = false;
+  double ahead_seconds = 0;  // issuing it
+  std::vector<std::uint32_t> patch_rows;
+  std::vector<float> patch;
 };
 
 namespace {
 
 // The worker's tables' state: a layer of its transport, so that drain() completes the rows'
-// writes and the buffers live as long as the windows.
+// moves and the buffers live as long as the windows.
 class TableLayer final : public detail::WorkerLayer {
  public:
   explicit TableLayer(detail::WorkerTransport& t) : t_(t) {}
@@ -89,8 +109,11 @@ class TableLayer final : public detail::WorkerLayer {
     return *tables_[index];
   }
   void settle() override {
-    for (auto& g : groups_)
-      if (g) complete_push(t_, *g);
+    for (auto& g : groups_) {
+      if (!g) continue;
+      complete_push(t_, *g);
+      drop_prefetch(t_, *g);
+    }
     if (t_.channel().pending(Table::Rows)) t_.channel().flush(Table::Rows);
   }
   // The last push's buffer is free again (its writes complete at the servers by the next flush).
@@ -98,6 +121,14 @@ class TableLayer final : public detail::WorkerLayer {
     if (!g.push_pending) return;
     g.push_pending = false;
     t.channel().complete_local(g.push_inflight);
+  }
+  // A prefetch nobody took: waited for (its buffer is MPI's until then) and forgotten.
+  static void drop_prefetch(detail::WorkerTransport& t, detail::RowGroupState& g) {
+    if (!g.ahead_pending) return;
+    g.ahead_pending = false;
+    t.channel().complete_local(g.ahead_inflight);
+    g.patch_rows.clear();
+    g.patch.clear();
   }
 
  private:
@@ -115,37 +146,37 @@ class TableLayer final : public detail::WorkerLayer {
   std::vector<std::unique_ptr<detail::RowGroupState>> groups_;   // [group's first table]
 };
 
-// keys -> the group's order, rows, slot (distinct rows, sorted: by server, then by offset)
-void group_keys(detail::RowGroupState& g, std::uint64_t n_rows, std::span<const std::uint64_t> keys) {
-  g.order.resize(keys.size());
+// keys -> the move's order, rows, slot (distinct rows, sorted: by server, then by offset)
+void group_keys(RowMove& mv, std::uint64_t n_rows, std::span<const std::uint64_t> keys) {
+  mv.order.resize(keys.size());
   for (std::size_t i = 0; i < keys.size(); ++i)
-    g.order[i] = {detail::row_of_key(keys[i], n_rows), static_cast<std::uint32_t>(i)};
-  std::sort(g.order.begin(), g.order.end());
-  g.rows.clear();
-  g.slot.resize(keys.size());
-  for (const auto& [row, i] : g.order) {
-    if (g.rows.empty() || g.rows.back() != row) g.rows.push_back(row);
-    g.slot[i] = static_cast<std::uint32_t>(g.rows.size() - 1);
+    mv.order[i] = {detail::row_of_key(keys[i], n_rows), static_cast<std::uint32_t>(i)};
+  std::sort(mv.order.begin(), mv.order.end());
+  mv.rows.clear();
+  mv.slot.resize(keys.size());
+  for (const auto& [row, i] : mv.order) {
+    if (mv.rows.empty() || mv.rows.back() != row) mv.rows.push_back(row);
+    mv.slot[i] = static_cast<std::uint32_t>(mv.rows.size() - 1);
   }
 }
 
-// The group's runs and pos for its rows; returns the floats the buffer needs.
-std::size_t plan_runs(detail::RowGroupState& g, const RowPlan& plan) {
+// The move's runs and pos for its rows; returns the floats its buffer needs.
+std::size_t plan_runs(RowMove& mv, const detail::RowGroupState& g, const RowPlan& plan) {
   const std::size_t pitch = g.pitch;
   const std::uint64_t max_gap = g.merge_gap_bytes / (pitch * sizeof(float));
-  g.runs.clear();
-  g.pos.resize(g.rows.size());
+  mv.runs.clear();
+  mv.pos.resize(mv.rows.size());
   std::size_t floats = 0;
   std::size_t j = 0;
-  while (j < g.rows.size()) {
-    const int server = plan.server_of(g.leader, g.rows[j]);
+  while (j < mv.rows.size()) {
+    const int server = plan.server_of(g.leader, mv.rows[j]);
     const RowPlan::Part& part = plan.part(g.leader, server);
     std::size_t k = j + 1;
-    while (k < g.rows.size() && g.rows[k] < part.first_row + part.rows && g.rows[k] - g.rows[k - 1] - 1 <= max_gap) ++k;
-    detail::RowGroupState::Run run{server, g.rows[j], g.rows[k - 1] - g.rows[j] + 1, floats};
-    for (std::size_t u = j; u < k; ++u) g.pos[u] = floats + static_cast<std::size_t>(g.rows[u] - run.first_row) * pitch;
+    while (k < mv.rows.size() && mv.rows[k] < part.first_row + part.rows && mv.rows[k] - mv.rows[k - 1] - 1 <= max_gap) ++k;
+    RowMove::Run run{server, mv.rows[j], mv.rows[k - 1] - mv.rows[j] + 1, floats};
+    for (std::size_t u = j; u < k; ++u) mv.pos[u] = floats + static_cast<std::size_t>(mv.rows[u] - run.first_row) * pitch;
     floats += static_cast<std::size_t>(run.rows) * pitch;
-    g.runs.push_back(run);
+    mv.runs.push_back(run);
     j = k;
   }
   return floats;
@@ -160,41 +191,80 @@ void check_keys(std::size_t keys, std::size_t floats, int dim, const std::string
                       (keys > std::numeric_limits<std::size_t>::max() / d ? std::string("more") : std::to_string(keys * d)) +
                       " floats (keys x dim " + std::to_string(dim) + "), got " + std::to_string(floats));
 }
+void check_key_count(std::size_t keys, const std::string& call) { check_keys(keys, keys, 1, call); }
+
+// Issues the reads of the move's group rows of keys (one operation per run) into `batch`.
+void issue_reads(detail::WorkerTransport& t, detail::RowGroupState& g, RowMove& mv, std::uint64_t n_rows,
+                 std::span<const std::uint64_t> keys, RmaBatch& batch, TableStats& ops) {
+  group_keys(mv, n_rows, keys);
+  const RowPlan& plan = t.session().row_plan();
+  mv.buf.resize(plan_runs(mv, g, plan));
+  detail::RmaChannel& ch = t.channel();
+  for (const auto& run : mv.runs) {
+    ch.read_run(Table::Rows, run.server, static_cast<MPI_Aint>(plan.offset_of(g.leader, run.server, run.first_row)),
+                mv.buf.data() + run.buf, static_cast<std::size_t>(run.rows) * g.pitch, batch);
+    ++ops.runs;
+  }
+}
+
+// Starts reading the group rows of keys, to be taken by the next pull of the same keys.
+void prefetch_group(detail::WorkerTransport& t, detail::RowGroupState& g, std::uint64_t n_rows,
+                    std::span<const std::uint64_t> keys, TableStats& ops) {
+  const auto t0 = detail::WorkerClock::now();
+  TableLayer::drop_prefetch(t, g);  // (one at a time)
+  g.ahead_keys.assign(keys.begin(), keys.end());
+  g.ahead_inflight = t.channel().batch();
+  issue_reads(t, g, g.ahead, n_rows, keys, g.ahead_inflight, ops);
+  g.ahead_pending = true;
+  g.ahead_seconds = detail::seconds_since(t0);
+}
 
 // One pull of the tables `members` (of one row group): out[m] = their rows of keys. Every run
-// moves whole group rows, so that all the tables come in one operation per run. The operations'
-// counts go to `ops`.
+// moves whole group rows, so that all the tables come in one operation per run. A prefetch of the
+// same keys is taken (completed, and the pushes sent since added); one of other keys is dropped.
+// The operations' counts go to `ops`.
 void pull_group(detail::WorkerTransport& t, std::span<detail::TableState* const> members,
                 std::span<const std::uint64_t> keys, std::span<const std::span<float>> out, TableStats& ops) {
   const auto t0 = detail::WorkerClock::now();
   detail::RowGroupState& g = *members.front()->group;
-  group_keys(g, members.front()->info->spec.rows, keys);
-  const RowPlan& plan = t.session().row_plan();
-  g.buf.resize(plan_runs(g, plan));
   detail::RmaChannel& ch = t.channel();
-  RmaBatch batch = ch.batch();
-  for (const auto& run : g.runs) {
-    ch.read_run(Table::Rows, run.server, static_cast<MPI_Aint>(plan.offset_of(g.leader, run.server, run.first_row)),
-                g.buf.data() + run.buf, static_cast<std::size_t>(run.rows) * g.pitch, batch);
-    ++ops.runs;
+  RowMove* mv = &g.pull;
+  const bool taken = g.ahead_pending && std::equal(keys.begin(), keys.end(), g.ahead_keys.begin(), g.ahead_keys.end());
+  if (taken) {
+    g.ahead_pending = false;
+    ch.complete_local(g.ahead_inflight);  // the data is here
+    for (std::size_t j = 0; j < g.patch_rows.size(); ++j) {  // + this worker's pushes it could not see
+      float* row = g.ahead.buf.data() + g.ahead.pos[g.patch_rows[j]];
+      const float* add = g.patch.data() + j * g.pitch;
+      for (std::size_t c = 0; c < g.pitch; ++c) row[c] += add[c];
+    }
+    g.patch_rows.clear();
+    g.patch.clear();
+    mv = &g.ahead;
+    ++ops.prefetched;
+    ops.pull_seconds += g.ahead_seconds;
+  } else {
+    TableLayer::drop_prefetch(t, g);
+    RmaBatch batch = ch.batch();
+    issue_reads(t, g, g.pull, members.front()->info->spec.rows, keys, batch, ops);
+    ch.complete_local(batch);  // the data is here (a read needs nothing more)
   }
-  ch.complete_local(batch);  // the data is here (a read needs nothing more)
   for (std::size_t m = 0; m < members.size(); ++m) {
     detail::TableState& st = *members[m];
     const auto dim = static_cast<std::size_t>(st.info->spec.dim), at = static_cast<std::size_t>(st.info->group_offset);
     // out[i] = its row (the accumulator stays behind)
-    for (std::size_t i = 0; i < keys.size(); ++i) std::copy_n(g.buf.data() + g.pos[g.slot[i]] + at, dim, out[m].data() + i * dim);
+    for (std::size_t i = 0; i < keys.size(); ++i) std::copy_n(mv->buf.data() + mv->pos[mv->slot[i]] + at, dim, out[m].data() + i * dim);
     if (st.info->spec.optimizer == RowOptimizer::Adagrad) {
-      st.acc_rows = g.rows;
-      st.acc.resize(g.rows.size());
-      for (std::size_t u = 0; u < g.rows.size(); ++u) st.acc[u] = g.buf[g.pos[u] + at + dim];
+      st.acc_rows = mv->rows;
+      st.acc.resize(mv->rows.size());
+      for (std::size_t u = 0; u < mv->rows.size(); ++u) st.acc[u] = mv->buf[mv->pos[u] + at + dim];
     }
     ++st.stats.pulls;
     st.stats.keys_pulled += keys.size();
-    st.stats.rows_pulled += g.rows.size();
+    st.stats.rows_pulled += mv->rows.size();
   }
   if (&ops != &members.front()->stats) ++ops.pulls;  // (a group's own count)
-  ops.bytes_pulled += g.buf.size() * sizeof(float);
+  ops.bytes_pulled += mv->buf.size() * sizeof(float);
   ops.pull_seconds += detail::seconds_since(t0);
 }
 
@@ -215,43 +285,44 @@ RowPush push_group(detail::WorkerTransport& t, std::span<detail::TableState* con
     if (!detail::all_finite(grads[m].data(), grads[m].size())) return refuse(m);
   detail::RowGroupState& g = *members.front()->group;
   TableLayer::complete_push(t, g);  // the last push's buffer, before it is written again
-  group_keys(g, members.front()->info->spec.rows, keys);
+  RowMove& mv = g.push;
+  group_keys(mv, members.front()->info->spec.rows, keys);
   const RowPlan& plan = t.session().row_plan();
-  std::vector<float>& buf = g.push_buf;
-  buf.assign(plan_runs(g, plan), 0.f);
+  std::vector<float>& buf = mv.buf;
+  buf.assign(plan_runs(mv, g, plan), 0.f);
   detail::RmaChannel& ch = t.channel();
   for (std::size_t m = 0; m < members.size(); ++m) {
     detail::TableState& st = *members[m];
     const auto d = static_cast<std::size_t>(st.info->spec.dim), at = static_cast<std::size_t>(st.info->group_offset);
     // row u's columns = the sum of the gradients of its keys (in sorted order: the same sum on
     // every run); the gap rows stay 0
-    for (const auto& [row, i] : g.order) {
-      float* dst = buf.data() + g.pos[g.slot[i]] + at;
+    for (const auto& [row, i] : mv.order) {
+      float* dst = buf.data() + mv.pos[mv.slot[i]] + at;
       const float* gi = grads[m].data() + static_cast<std::size_t>(i) * d;
       for (std::size_t c = 0; c < d; ++c) dst[c] += gi[c];
     }
     if (st.info->spec.optimizer == RowOptimizer::Adagrad) {
       // the accumulators: from this worker's last pull of the row, else read now
-      st.fresh.assign(g.rows.size(), std::numeric_limits<float>::quiet_NaN());
-      st.cached.assign(g.rows.size(), kNotCached);
+      st.fresh.assign(mv.rows.size(), std::numeric_limits<float>::quiet_NaN());
+      st.cached.assign(mv.rows.size(), kNotCached);
       RmaBatch reads = ch.batch();
       bool any = false;
-      for (std::size_t u = 0; u < g.rows.size(); ++u) {
-        const auto it = std::lower_bound(st.acc_rows.begin(), st.acc_rows.end(), g.rows[u]);
-        if (it != st.acc_rows.end() && *it == g.rows[u]) {
+      for (std::size_t u = 0; u < mv.rows.size(); ++u) {
+        const auto it = std::lower_bound(st.acc_rows.begin(), st.acc_rows.end(), mv.rows[u]);
+        if (it != st.acc_rows.end() && *it == mv.rows[u]) {
           st.cached[u] = static_cast<std::size_t>(it - st.acc_rows.begin());
           st.fresh[u] = st.acc[st.cached[u]];
           continue;
         }
-        const int server = plan.server_of(st.index, g.rows[u]);
-        ch.read_run(Table::Rows, server, static_cast<MPI_Aint>(plan.offset_of(st.index, server, g.rows[u]) + d),
+        const int server = plan.server_of(st.index, mv.rows[u]);
+        ch.read_run(Table::Rows, server, static_cast<MPI_Aint>(plan.offset_of(st.index, server, mv.rows[u]) + d),
                     &st.fresh[u], 1, reads);
         any = true;
       }
       if (any) ch.complete_local(reads);
       // row u's columns = [scale * g / (sqrt(acc + mean(g^2)) + eps) ..., mean(g^2)]
-      for (std::size_t u = 0; u < g.rows.size(); ++u) {
-        float* row = buf.data() + g.pos[u] + at;
+      for (std::size_t u = 0; u < mv.rows.size(); ++u) {
+        float* row = buf.data() + mv.pos[u] + at;
         double g2 = 0;
         for (std::size_t c = 0; c < d; ++c) g2 += static_cast<double>(row[c]) * row[c];
         const double add = g2 / static_cast<double>(d);
@@ -260,21 +331,34 @@ RowPush push_group(detail::WorkerTransport& t, std::span<detail::TableState* con
         row[d] = static_cast<float>(add);
       }
     } else {
-      for (std::size_t u = 0; u < g.rows.size(); ++u)
-        for (float *row = buf.data() + g.pos[u] + at, *end = row + d; row != end; ++row) *row *= scale;
+      for (std::size_t u = 0; u < mv.rows.size(); ++u)
+        for (float *row = buf.data() + mv.pos[u] + at, *end = row + d; row != end; ++row) *row *= scale;
     }
-    for (std::size_t u = 0; u < g.rows.size(); ++u)  // (scale * g overflowed)
-      if (!detail::all_finite(buf.data() + g.pos[u] + at, st.info->stride())) return refuse(m);
+    for (std::size_t u = 0; u < mv.rows.size(); ++u)  // (scale * g overflowed)
+      if (!detail::all_finite(buf.data() + mv.pos[u] + at, st.info->stride())) return refuse(m);
   }
   // (only now that the update will be sent:) a second push before a pull sees its own mean(g^2)
   for (detail::TableState* st : members) {
     if (st->info->spec.optimizer != RowOptimizer::Adagrad) continue;
     const auto at = static_cast<std::size_t>(st->info->group_offset + st->info->spec.dim);
-    for (std::size_t u = 0; u < g.rows.size(); ++u)
-      if (st->cached[u] != kNotCached) st->acc[st->cached[u]] += buf[g.pos[u] + at];
+    for (std::size_t u = 0; u < mv.rows.size(); ++u)
+      if (st->cached[u] != kNotCached) st->acc[st->cached[u]] += buf[mv.pos[u] + at];
+  }
+  // a prefetch in flight was issued before this push, so it cannot see it: its rows that this
+  // push updates get the update added when it lands (both row lists are sorted)
+  if (g.ahead_pending) {
+    const auto& want = g.ahead.rows;
+    std::size_t v = 0;
+    for (std::size_t u = 0; u < mv.rows.size() && v < want.size(); ++u) {
+      while (v < want.size() && want[v] < mv.rows[u]) ++v;
+      if (v == want.size() || want[v] != mv.rows[u]) continue;
+      g.patch_rows.push_back(static_cast<std::uint32_t>(v));
+      g.patch.insert(g.patch.end(), buf.begin() + static_cast<std::ptrdiff_t>(mv.pos[u]),
+                     buf.begin() + static_cast<std::ptrdiff_t>(mv.pos[u] + g.pitch));
+    }
   }
   RmaBatch batch = ch.batch();
-  for (const auto& run : g.runs) {
+  for (const auto& run : mv.runs) {
     ch.add_run(Table::Rows, run.server, static_cast<MPI_Aint>(plan.offset_of(g.leader, run.server, run.first_row)),
                buf.data() + run.buf, static_cast<std::size_t>(run.rows) * g.pitch, batch);
     ++ops.runs;
@@ -286,13 +370,13 @@ RowPush push_group(detail::WorkerTransport& t, std::span<detail::TableState* con
   for (detail::TableState* st : members) {
     ++st->stats.pushes;
     st->stats.keys_pushed += keys.size();
-    st->stats.rows_pushed += g.rows.size();
+    st->stats.rows_pushed += mv.rows.size();
   }
   if (&ops != &members.front()->stats) ++ops.pushes;
   ops.bytes_pushed += buf.size() * sizeof(float);
   ops.push_seconds += detail::seconds_since(t0);
   result.applied = true;
-  result.rows = g.rows.size();
+  result.rows = mv.rows.size();
   return result;
 }
 
@@ -332,6 +416,13 @@ void EmbeddingTable::pull_rows(std::span<const std::uint64_t> keys, std::span<fl
   detail::TableState* const members[] = {state_};
   const std::span<float> outs[] = {out};
   pull_group(t, members, keys, outs, state_->stats);
+}
+
+void EmbeddingTable::prefetch_rows(std::span<const std::uint64_t> keys) {
+  detail::WorkerTransport& t = worker_->transport();
+  t.enter("EmbeddingTable::prefetch_rows");
+  check_key_count(keys.size(), "EmbeddingTable::prefetch_rows");
+  prefetch_group(t, *state_->group, state_->info->spec.rows, keys, state_->stats);
 }
 
 RowPush EmbeddingTable::push_rows(std::span<const std::uint64_t> keys, std::span<const float> grads, float scale) {
@@ -385,6 +476,13 @@ void EmbeddingGroup::pull_rows(std::span<const std::uint64_t> keys, std::span<co
   t.enter("EmbeddingGroup::pull_rows");
   check(keys.size(), out.size(), [&](std::size_t m) { return out[m].size(); }, "EmbeddingGroup::pull_rows");
   pull_group(t, members_, keys, out, stats_);
+}
+
+void EmbeddingGroup::prefetch_rows(std::span<const std::uint64_t> keys) {
+  detail::WorkerTransport& t = worker_->transport();
+  t.enter("EmbeddingGroup::prefetch_rows");
+  check_key_count(keys.size(), "EmbeddingGroup::prefetch_rows");
+  prefetch_group(t, *members_.front()->group, members_.front()->info->spec.rows, keys, stats_);
 }
 
 RowPush EmbeddingGroup::push_rows(std::span<const std::uint64_t> keys, std::span<const std::span<const float>> grads,
