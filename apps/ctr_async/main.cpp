@@ -94,7 +94,8 @@ int run_worker(const Config& c, asyncps::Session& session) {
   const net_counters::NetBytes wire0 = net_counters::read();
   EvalClock clock;
   auto last_log = start;
-  // the next batch's rows are prefetched during this step (unless --no_prefetch)
+  // the next batch's rows are read during this step (--prefetch)
+  const bool prefetching = c.prefetch == "on" || (c.prefetch == "auto" && session.rma_needs_target());
   Batch next;
   bool have_next = false;
   const auto prefetch = [&](std::span<const std::uint64_t> keys) {
@@ -110,7 +111,7 @@ int run_worker(const Config& c, asyncps::Session& session) {
       next_example += static_cast<std::uint64_t>(c.batch_size);
     }
     rows(batch.keys, wide_rows, deep_rows);  // (takes the prefetch of these keys)
-    have_next = !c.no_prefetch;
+    have_next = prefetching;
     if (have_next) {
       fill(log, stream, next_example, c.batch_size, next, ex);
       next_example += static_cast<std::uint64_t>(c.batch_size);

@@ -27,6 +27,8 @@ using app_cli::show;
 void validate(const Config& c) {
   constexpr double kFloatMax = std::numeric_limits<float>::max();
   require(c.model == "lr" || c.model == "wide_deep", "--model must be lr or wide_deep, got '" + c.model + "'");
+  require(c.prefetch == "auto" || c.prefetch == "on" || c.prefetch == "off",
+          "--prefetch must be auto, on or off, got '" + c.prefetch + "'");
   (void)asyncps::parse_choice<asyncps::RowOptimizer>(c.optimizer, "--optimizer");
   require(c.rows >= 1 && c.rows <= (std::uint64_t{1} << 36), "--rows must be in [1, 2^36], got " + std::to_string(c.rows));
   require(c.dim >= 1 && c.dim <= 1024, "--dim must be in [1, 1024], got " + std::to_string(c.dim));
@@ -144,9 +146,10 @@ std::optional<Config> parse_config(int argc, char** argv, bool print_help) {
     ("separate_tables", po::bool_switch(&c.separate_tables),
      "store the wide and deep tables' rows apart, each moved by its own operations (by default a key's wide weight and "
      "deep embedding share a row group: one operation per run for both)")
-    ("no_prefetch", po::bool_switch(&c.no_prefetch),
-     "read each batch's rows when its step starts (by default they are prefetched during the step before, "
-     "EmbeddingTable::prefetch_rows: a worker's own updates are in them, the others' one step staler)")
+    ("prefetch", po::value(&c.prefetch)->default_value(c.prefetch),
+     "auto | on | off: read the next batch's rows during each step (EmbeddingTable::prefetch_rows: a worker's own "
+     "updates are in them, the others' one step staler); auto: where the rows' operations need the servers (across "
+     "hosts, or MPICH), not on one node where a pull is as fast and fresher")
     ("allreduce", po::bool_switch(&c.allreduce),
      "train data-parallel instead, the baseline: every rank a worker holding the whole model, the tables' gradient "
      "MPI_Allreduce-summed every step (no servers: --ps is not used)")

@@ -28,7 +28,7 @@ struct Config {
   bool verbose = false;
   int eval_every = 0;            // the chief evaluates every N local steps (0: only at the end)
   bool separate_tables = false;  // the wide and deep tables' rows stored apart (not a row group)
-  bool no_prefetch = false;      // read a batch's rows when its step starts, not during the step before
+  std::string prefetch = "auto";  // the next batch's rows read during a step: auto (where operations need the servers) | on | off
   bool allreduce = false;        // train data-parallel instead (allreduce.h)
   std::string dump_data;         // write the streams here and exit (dump.h)
   std::int64_t dump_examples = 262144;
