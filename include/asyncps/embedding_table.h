@@ -39,6 +39,10 @@
 // the operations of two tables, the same bytes). Each table keeps its own optimizer, accumulator,
 // start and checkpointed rows. A call on one table of a group moves the whole group rows (the
 // others' columns read along, or added as zeros).
+//
+// prefetch_rows(next_keys) reads the next batch's rows during this step; the next pull_rows of
+// the same keys takes them (this worker's pushes since added), which pays where every operation
+// needs the server (across hosts: docs/EMBEDDINGS.md "Prefetch").
 #pragma once
 #include <cstdint>
 #include <functional>

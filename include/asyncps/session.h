@@ -68,8 +68,10 @@ struct Options {
   ServerProgress server_progress = ServerProgress::Auto;
   // The longest a server sleeps between entries into MPI. -1 (auto): 10 ms, except 1 ms in
   // Wake mode when another rank shares this server's node over shared memory (its messages
-  // wake no socket), and 50 us when it polls for operations that need it (MPICH on one node).
-  // See docs/ARCHITECTURE.md "Server progress".
+  // wake no socket), and 50 us when it polls for operations that need it (MPICH on one node,
+  // or tables between hosts); 0 (it never sleeps) where it polls for the operations of
+  // embedding tables that need it and has its node to itself (no worker there whose core it
+  // would take: docs/EMBEDDINGS.md "Prefetch"). See docs/ARCHITECTURE.md "Server progress".
   int server_poll_us = -1;
   int server_spin_us = 0;
   // Workers, when the transport needs the target (Wake): spin this long on an outstanding
@@ -126,6 +128,8 @@ class Session {
   std::string role_name() const;  // this rank's role: "server 0", "worker 1"  // that rank's host (MPI_Get_processor_name), gathered at start
   // Ranks of the session on this rank's node (this one included).
   int node_ranks() const noexcept { return node_ranks_; }
+  // Whether every rank on this rank's node is a server (no worker shares its cores).
+  bool node_has_no_workers() const noexcept { return node_no_workers_; }
   // Whether some other rank on this node may talk to this one over shared memory (Open MPI's
   // vader/sm transport not excluded; MPICH without MPIR_CVAR_NOLOCAL): its messages wake no socket.
   bool shared_memory_neighbours() const noexcept;
@@ -142,6 +146,7 @@ class Session {
   Options options_;
   bool single_node_ = false;
   int node_ranks_ = 1;
+  bool node_no_workers_ = false;
   std::vector<std::string> hosts_;  // every rank's host (MPI_Get_processor_name)
   std::thread::id owner_;           // the thread that created it (FUNNELED)
   bool holds_sigterm_ = false;      // SIGTERM stops the job while open (runtime/termination.h)
