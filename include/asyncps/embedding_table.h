@@ -45,7 +45,6 @@
 // needs the server (across hosts: docs/EMBEDDINGS.md "Prefetch").
 #pragma once
 #include <cstdint>
-#include <functional>
 #include <span>
 #include <string>
 #include <vector>
@@ -163,8 +162,6 @@ class EmbeddingGroup {
   const TableStats& stats() const noexcept;
 
  private:
-  void check(std::size_t keys, std::size_t given, const std::function<std::size_t(std::size_t)>& floats,
-             const char* call) const;
   WorkerClient* worker_;
   std::vector<detail::TableState*> members_;
   TableStats stats_;

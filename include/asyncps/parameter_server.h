@@ -31,8 +31,9 @@ class ParameterServer {
   ParameterServer(const ParameterServer&) = delete;
   ParameterServer& operator=(const ParameterServer&) = delete;
 
-  // Polls until every worker has called WorkerClient::finish(). `tick`, if given, runs after
-  // every poll (checkpointing hooks in here); it must not call collective MPI operations.
+  // Polls until every worker has called WorkerClient::finish(). `tick`, if given, runs after a
+  // poll every 1 to 10 ms (Options::server_poll_us, within those bounds; checkpointing hooks in
+  // here); it must not call collective MPI operations.
   void serve(const std::function<void()>& tick = {});
 
   const Shard& shard() const noexcept;

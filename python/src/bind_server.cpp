@@ -92,7 +92,7 @@ void bind_server(py::module_& m) {
           },
           py::arg("tick") = py::none(),
           "Serves until every worker has finished, then frees the windows (collective: every rank is at the job's "
-          "end there). The GIL is released. tick(), if given, runs after every entry into MPI; it may read "
+          "end there). The GIL is released. tick(), if given, runs every 1 to 10 ms, after an entry into MPI; it may read "
           "(snapshot(), properties) and nothing else of asyncps; an exception from it ends serve() with it.")
       .def(
           "snapshot",

@@ -63,6 +63,31 @@ struct GroupHandle {
   }
 };
 
+// A group call's buffers: `list` holds one per table of the group (`arg` names it in messages),
+// each len(keys) * that table's dim float32 (writable for a pull's out).
+template <class Span>
+struct GroupBuffers {
+  std::vector<FloatBuffer> held;  // (what keeps the buffers alive through the call)
+  std::vector<Span> spans;
+};
+std::size_t row_floats(std::size_t keys, int dim, const char* call);
+template <class Span>
+GroupBuffers<Span> group_buffers(const GroupHandle& h, py::handle list, std::size_t keys, const char* call,
+                                 const char* arg, bool writable) {
+  if (py::isinstance<py::str>(list) || !py::isinstance<py::sequence>(list) || py::len(list) != h.dims.size())
+    throw py::value_error("asyncps: " + std::string(call) + ": " + arg + " must be a list of " +
+                          std::to_string(h.dims.size()) + " float32 buffers, one per table (got " + type_name(list) + ")");
+  GroupBuffers<Span> b;
+  for (std::size_t m = 0; m < h.dims.size(); ++m) {
+    const std::string what =
+        std::string(call) + ": " + arg + "[" + std::to_string(m) + "] (table '" + h.names[m] + "')";
+    py::object x = list[py::int_(m)];
+    b.held.push_back(float_buffer(x, row_floats(keys, h.dims[m], call), what, writable));
+    b.spans.push_back(b.held.back().span);
+  }
+  return b;
+}
+
 std::size_t row_floats(std::size_t keys, int dim, const char* call) {
   const auto d = static_cast<std::size_t>(dim);
   if (keys > (std::size_t{1} << 32) - 1)
@@ -193,7 +218,6 @@ void bind_table(py::module_& m) {
             constexpr const char* call = "EmbeddingTable.prefetch_rows";
             h.get(call);
             KeyBuffer k = key_buffer(keys, "EmbeddingTable.prefetch_rows: keys");
-            row_floats(k.span.size(), 1, call);
             asyncps::EmbeddingTable& t = h.get(call);
             py::gil_scoped_release unlocked;
             t.prefetch_rows(k.span);
@@ -264,28 +288,18 @@ void bind_table(py::module_& m) {
             constexpr const char* call = "EmbeddingGroup.pull_rows";
             h.get(call);
             KeyBuffer k = key_buffer(keys, "EmbeddingGroup.pull_rows: keys");
-            py::list results;
-            if (out.is_none()) {
+            py::list results;  // the buffers filled: out's, or new (len(keys), dim) arrays
+            if (out.is_none())
               for (int dim : h.dims)
                 results.append(py::array_t<float>({static_cast<py::ssize_t>(k.span.size()), static_cast<py::ssize_t>(dim)}));
-            } else {
-              if (py::isinstance<py::str>(out) || !py::isinstance<py::sequence>(out) || py::len(out) != h.dims.size())
-                throw py::value_error("asyncps: EmbeddingGroup.pull_rows: out must be a list of " +
-                                      std::to_string(h.dims.size()) + " float32 buffers, one per table (got " +
-                                      type_name(out) + ")");
+            const py::handle given = out.is_none() ? py::handle(results) : out;
+            const auto b = group_buffers<std::span<float>>(h, given, k.span.size(), call, "out", true);
+            if (!out.is_none())
               for (py::handle x : out) results.append(x);
-            }
-            std::vector<FloatBuffer> bufs;
-            std::vector<std::span<float>> spans;
-            for (std::size_t m = 0; m < h.dims.size(); ++m) {
-              const std::string what = "EmbeddingGroup.pull_rows: out[" + std::to_string(m) + "] (table '" + h.names[m] + "')";
-              bufs.push_back(float_buffer(results[m], row_floats(k.span.size(), h.dims[m], call), what, true));
-              spans.push_back(bufs.back().span);
-            }
             asyncps::EmbeddingGroup& g = h.get(call);
             {
               py::gil_scoped_release unlocked;
-              g.pull_rows(k.span, spans);
+              g.pull_rows(k.span, b.spans);
             }
             return results;
           },
@@ -299,7 +313,6 @@ void bind_table(py::module_& m) {
             constexpr const char* call = "EmbeddingGroup.prefetch_rows";
             h.get(call);
             KeyBuffer k = key_buffer(keys, "EmbeddingGroup.prefetch_rows: keys");
-            row_floats(k.span.size(), 1, call);
             asyncps::EmbeddingGroup& g = h.get(call);
             py::gil_scoped_release unlocked;
             g.prefetch_rows(k.span);
@@ -312,21 +325,10 @@ void bind_table(py::module_& m) {
             h.get(call);
             const float sc = scale_arg(scale, call);
             KeyBuffer k = key_buffer(keys, "EmbeddingGroup.push_rows: keys");
-            if (py::isinstance<py::str>(grads) || !py::isinstance<py::sequence>(grads) || py::len(grads) != h.dims.size())
-              throw py::value_error("asyncps: EmbeddingGroup.push_rows: grads must be a list of " +
-                                    std::to_string(h.dims.size()) + " float32 buffers, one per table (got " +
-                                    type_name(grads) + ")");
-            std::vector<FloatBuffer> bufs;
-            std::vector<std::span<const float>> spans;
-            for (std::size_t m = 0; m < h.dims.size(); ++m) {
-              const std::string what = "EmbeddingGroup.push_rows: grads[" + std::to_string(m) + "] (table '" + h.names[m] + "')";
-              py::object x = grads[py::int_(m)];
-              bufs.push_back(float_buffer(x, row_floats(k.span.size(), h.dims[m], call), what, false));
-              spans.push_back(bufs.back().span);
-            }
+            const auto b = group_buffers<std::span<const float>>(h, grads, k.span.size(), call, "grads", false);
             asyncps::EmbeddingGroup& g = h.get(call);
             py::gil_scoped_release unlocked;
-            return g.push_rows(k.span, spans, sc);
+            return g.push_rows(k.span, b.spans, sc);
           },
           py::arg("keys"), py::arg("grads"), py::arg("scale"),
           "grads: a list of each table's gradients of keys (len(keys) * dim float32 each); each table updated as by "

@@ -3,8 +3,8 @@
 // each table's own; concurrent group pushes from 2 workers, mixed with one table's own pushes,
 // sum exactly per table and leave the other tables' columns alone; row-wise Adagrad in a group
 // gives bit for bit the rows and accumulators of the same tables stored apart; a non-finite
-// gradient in any table of a group call sends nothing for any; the calls refuse bad groups and
-// bad buffers with one message; and the grouped tables restore from a checkpoint on another
+// gradient in any table of a group call sends nothing for any; the calls refuse bad groups, bad
+// buffers, another thread and a finished worker with one message; and the grouped tables restore from a checkpoint on another
 // number of servers, read back per table; a prefetch (prefetch_rows) taken by the next pull of the
 // same keys reads what a plain pull then reads, this worker's pushes since included (Adagrad's
 // accumulators too: bit for bit the tables apart), a pull of other keys drops it, and in the
@@ -17,6 +17,7 @@
 #include <filesystem>
 #include <limits>
 #include <map>
+#include <thread>
 #include <vector>
 
 #include <stdlib.h>
@@ -191,6 +192,22 @@ TEST_CASE("row groups: own starts, exact concurrent sums per table, Adagrad as i
   CHECK(wrong_sum == 0);
   CHECK(moved_seed == 0);
   CHECK(expected.size() > 100);
+  // another thread: refused before anything is sent (MPI_THREAD_FUNNELED); a closed worker: refused
+  std::thread other([&] {
+    const std::span<float> out[] = {w2, d2};
+    CHECK_THROWS_WITH(pair.pull_rows(two, out), Catch::Contains("another thread"));
+    CHECK_THROWS_WITH(pair.prefetch_rows(two), Catch::Contains("another thread"));
+    CHECK_THROWS_WITH(EmbeddingGroup(w, {"wide"}), Catch::Contains("another thread"));
+  });
+  other.join();
+  w.finish();
+  {
+    const std::span<float> out[] = {w2, d2};
+    const std::span<const float> g[] = {w2, d2};
+    CHECK_THROWS_WITH(pair.pull_rows(two, out), Catch::Contains("after finish()"));
+    CHECK_THROWS_WITH(pair.push_rows(two, g, 1.f), Catch::Contains("after finish()"));
+    CHECK_THROWS_WITH(EmbeddingGroup(w, {"wide"}), Catch::Contains("after finish()"));
+  }
   MPI_Comm_free(&workers);
 }
 

@@ -1,8 +1,9 @@
 """Proves (mpirun -np 3: 1 server, 2 workers) asyncps.EmbeddingGroup and Layout.add_table(share_rows_with=):
   - add_table refuses a share_rows_with that names no earlier table, or one of other rows, or is not a str,
     with one 'asyncps:' message; TableInfo.share_rows_with reads it back;
-  - EmbeddingGroup refuses bad names (not a list, unknown, twice, tables that do not share rows) and bad
-    buffers (wrong count, wrong size naming the table, read-only out) with one 'asyncps:' message;
+  - EmbeddingGroup refuses bad names (not a list, not a str, unknown, twice, tables that do not share
+    rows), bad buffers (wrong count, wrong size or dtype naming the table, read-only out), a NaN or
+    non-number scale, calls from another thread and calls on a closed worker with one 'asyncps:' message;
   - the two workers' concurrent group pushes sum exactly in each table, and each table's own start and
     columns are kept (a push of one table leaves the other's alone);
   - a group pull returns each table's rows as that table's own EmbeddingTable.pull_rows does;
@@ -12,6 +13,7 @@
     every rank exits 0."""
 import os
 import sys
+import threading
 
 import numpy as np
 
@@ -45,6 +47,24 @@ def refused(exc, fn, match, what):
         fail(f"{what}: expected {exc.__name__}, got {type(e).__name__}: {e}")
         return
     fail(f"{what}: expected {exc.__name__}, nothing raised")
+
+
+def refused_in_thread(fn, what):
+    out = []
+
+    def run():
+        try:
+            fn()
+            out.append(None)
+        except BaseException as e:  # noqa: BLE001
+            out.append(e)
+
+    t = threading.Thread(target=run)
+    t.start()
+    t.join()
+    e = out[0]
+    if not (isinstance(e, asyncps.ConfigError) and str(e).startswith("asyncps:") and "another thread" in str(e)):
+        fail(f"{what} from another thread: got {type(e).__name__}: {e}")
 
 
 ROWS = 1 << 12
@@ -94,6 +114,16 @@ refused(ValueError, lambda: group.pull_rows(keys, [np.zeros((6, 4), np.float32),
         "out[2]", "pull_rows(read-only)")
 refused(ValueError, lambda: group.push_rows(keys, [np.zeros((6, 4), np.float32)], 1.0), "a list of 3",
         "push_rows(one buffer)")
+three = [np.zeros((6, 4), np.float32), np.zeros((6, 1), np.float32), np.zeros((6, 3), np.float32)]
+refused(ValueError, lambda: group.push_rows(keys, [three[0], np.zeros((6, 1), np.float64), three[2]], 1.0),
+        "grads[1] (table 'wide')", "push_rows(float64 grads)")
+refused(asyncps.ConfigError, lambda: group.push_rows(keys, three, float("nan")), "scale", "push_rows(scale=nan)")
+refused(TypeError, lambda: group.push_rows(keys, three, "1"), "scale", "push_rows(scale='1')")
+refused(TypeError, lambda: G(w, ["wide", 1]), "names must be a str", "EmbeddingGroup([..., 1])")
+refused_in_thread(lambda: G(w, ["wide", "deep"]), "EmbeddingGroup()")
+refused_in_thread(lambda: group.pull_rows(keys), "EmbeddingGroup.pull_rows")
+refused_in_thread(lambda: group.prefetch_rows(keys), "EmbeddingGroup.prefetch_rows")
+refused_in_thread(lambda: group.push_rows(keys, three, 1.0), "EmbeddingGroup.push_rows")
 
 # each table's start, through the group and alone
 deep0, wide0, seeded0 = group.pull_rows(keys)
@@ -159,6 +189,8 @@ check(group.stats["runs"] > 0 and group.stats["pushes"] == 50 + (1 if me == 0 el
 w.finish()
 w.close()
 refused(ValueError, lambda: group.pull_rows(keys), "closed", "pull_rows after close")
+refused(ValueError, lambda: group.prefetch_rows(keys), "closed", "prefetch_rows after close")
+refused(ValueError, lambda: group.push_rows(keys, three, 1.0), "closed", "push_rows after close")
 
 if failures:
     print(f"[rank {RANK}] {len(failures)} failure(s)", flush=True)

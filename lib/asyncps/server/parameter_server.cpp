@@ -105,7 +105,11 @@ ParameterServer::ParameterServer(Session& session, std::span<const float> initia
   pc.wake_on_sockets = session.server_progress() == ServerProgress::Wake;
   pc.poll_us = session.server_poll_us();
   pc.spin_us = session.options().server_spin_us;
-  pc.tick_us = std::min(pc.poll_us, 10000);
+  // The ticks (heartbeats, stall checks, checkpoint requests, serve()'s callback) at most once a
+  // poll, but never more often than every 1 ms: a server that spins (poll_us 0) would otherwise
+  // run them every round, and a server other than 0 would read server 0's checkpoint request
+  // every 10 rounds.
+  pc.tick_us = std::clamp(pc.poll_us, 1000, 10000);
   impl_->progress = std::make_unique<detail::ProgressEngine>(pc, &impl_->rt.timeline());
 }
 

@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <functional>
 #include <memory>
 #include <utility>
 #include <vector>
@@ -192,6 +191,17 @@ void check_keys(std::size_t keys, std::size_t floats, int dim, const std::string
                       " floats (keys x dim " + std::to_string(dim) + "), got " + std::to_string(floats));
 }
 void check_key_count(std::size_t keys, const std::string& call) { check_keys(keys, keys, 1, call); }
+// A group call's buffers: one per table, each keys x that table's dim floats.
+template <class Buffer>
+void check_buffers(std::span<detail::TableState* const> members, std::size_t keys, std::span<const Buffer> given,
+                   const char* call) {
+  if (given.size() != members.size())
+    throw ConfigError(std::string(call) + ": one buffer per table of the group (" + std::to_string(members.size()) +
+                      "), got " + std::to_string(given.size()));
+  for (std::size_t m = 0; m < members.size(); ++m)
+    check_keys(keys, given[m].size(), members[m]->info->spec.dim,
+               std::string(call) + " (table '" + members[m]->info->name + "')");
+}
 
 // Issues the reads of the move's group rows of keys (one operation per run) into `batch`.
 void issue_reads(detail::WorkerTransport& t, detail::RowGroupState& g, RowMove& mv, std::uint64_t n_rows,
@@ -462,19 +472,10 @@ int EmbeddingGroup::dim(std::size_t i) const { return members_.at(i)->info->spec
 std::uint64_t EmbeddingGroup::rows() const noexcept { return members_.front()->info->spec.rows; }
 const TableStats& EmbeddingGroup::stats() const noexcept { return stats_; }
 
-void EmbeddingGroup::check(std::size_t keys, std::size_t given, const std::function<std::size_t(std::size_t)>& floats,
-                           const char* call) const {
-  if (given != members_.size())
-    throw ConfigError(std::string(call) + ": one buffer per table of the group (" + std::to_string(members_.size()) +
-                      "), got " + std::to_string(given));
-  for (std::size_t m = 0; m < members_.size(); ++m)
-    check_keys(keys, floats(m), members_[m]->info->spec.dim, std::string(call) + " (table '" + members_[m]->info->name + "')");
-}
-
 void EmbeddingGroup::pull_rows(std::span<const std::uint64_t> keys, std::span<const std::span<float>> out) {
   detail::WorkerTransport& t = worker_->transport();
   t.enter("EmbeddingGroup::pull_rows");
-  check(keys.size(), out.size(), [&](std::size_t m) { return out[m].size(); }, "EmbeddingGroup::pull_rows");
+  check_buffers(members_, keys.size(), out, "EmbeddingGroup::pull_rows");
   pull_group(t, members_, keys, out, stats_);
 }
 
@@ -489,7 +490,7 @@ RowPush EmbeddingGroup::push_rows(std::span<const std::uint64_t> keys, std::span
                                   float scale) {
   detail::WorkerTransport& t = worker_->transport();
   t.enter("EmbeddingGroup::push_rows");
-  check(keys.size(), grads.size(), [&](std::size_t m) { return grads[m].size(); }, "EmbeddingGroup::push_rows");
+  check_buffers(members_, keys.size(), grads, "EmbeddingGroup::push_rows");
   detail::WorkerTransport::check_scale(scale, "EmbeddingGroup::push_rows");
   t.check_updating("EmbeddingGroup::push_rows");
   return push_group(t, members_, keys, grads, scale, stats_);
