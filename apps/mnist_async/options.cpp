@@ -48,6 +48,8 @@ void validate(const Config& c) {
   require(c.train_limit >= 0, "--train_limit must be >= 0 (0: all), got " + std::to_string(c.train_limit));
   require(std::isfinite(c.moving_average_decay) && c.moving_average_decay >= 0 && c.moving_average_decay < 1,
           "--moving_average_decay must be in [0, 1), got " + show(c.moving_average_decay));
+  require(c.moving_average_correction == "trend" || c.moving_average_correction == "none",
+          "--moving_average_correction must be trend or none, got '" + c.moving_average_correction + "'");
   require(c.device == "cpu" || c.device == "gpu" || c.device == "auto",
           "--device must be cpu, gpu or auto, got '" + c.device + "'");
   require(std::isfinite(c.save_summaries_secs) && c.save_summaries_secs >= 0 && c.save_summaries_secs <= 1e9,
@@ -145,6 +147,10 @@ std::optional<Config> parse_config(int argc, char** argv, bool print_help) {
     ("training_steps", po::value(&c.training_steps)->default_value(c.training_steps), "global steps to train")
     ("moving_average_decay", po::value(&c.moving_average_decay)->default_value(c.moving_average_decay),
      "EMA decay kept by the chief (warm-up min(decay, (1+n)/(10+n)))")
+    ("moving_average_correction",
+     po::value(&c.moving_average_correction)->default_value(c.moving_average_correction),
+     "trend (the chief's average is 2*EMA - EMA(EMA): the EMA without its lag of about decay/(1-decay) "
+     "global steps, Brown's double smoothing) | none (TF1's EMA itself)")
     ("logdir",
      po::value(&c.logdir)->default_value(c.logdir)->notifier([&lib](const std::string& d) { lib.checkpoint.dir = d; }),
      "where metrics.jsonl (and checkpoints) go")

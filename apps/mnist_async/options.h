@@ -22,6 +22,7 @@ struct Config {
   double l2 = 0.0;  // the tutorial defines 0.0001 but never applies it
   std::int64_t training_steps = 1000;
   double moving_average_decay = 0.99;
+  std::string moving_average_correction = "trend";  // trend (2 * EMA - EMA of the EMA: no lag) | none (TF1's)
   std::string logdir = "log_async";  // metrics.jsonl, and the checkpoints (library.checkpoint.dir)
   std::string data_dir = "data/mnist";
   std::int64_t seed = 1;   // signed, so that -1 is an error rather than 2^64 - 1

@@ -13,8 +13,10 @@ double exponential_decay(double base, double rate, std::int64_t step, double dec
   return base * std::pow(rate, static_cast<double>(step) / decay_steps);
 }
 
-MovingAverage::MovingAverage(std::span<const float> initial, double decay)
-    : shadow_(initial.begin(), initial.end()), decay_(decay) {}
+MovingAverage::MovingAverage(std::span<const float> initial, double decay, Correction correction)
+    : level_(initial.begin(), initial.end()), decay_(decay), correction_(correction) {
+  if (correction_ == Correction::trend) smooth_ = level_;
+}
 
 double MovingAverage::decay_at(double decay, std::int64_t n) {
   // d = min(decay, (1 + n) / (10 + n))
@@ -32,13 +34,40 @@ double MovingAverage::decay_over(double decay, std::int64_t from, std::int64_t t
 }
 
 void MovingAverage::apply(std::span<const float> values, std::int64_t global_step) {
-  if (values.size() != shadow_.size()) throw asyncps::Error("MovingAverage::apply: size differs from the shadow");
+  if (values.size() != level_.size()) throw asyncps::Error("MovingAverage::apply: size differs from the average");
   const std::int64_t from = applied_ && global_step > last_ ? last_ : global_step - 1;
   applied_ = true;
   last_ = global_step;
-  const float one_minus_d = static_cast<float>(1.0 - decay_over(decay_, from, global_step));
-  // shadow -= (1 - D) * (shadow - value)
-  for (std::size_t i = 0; i < shadow_.size(); ++i) shadow_[i] -= one_minus_d * (shadow_[i] - values[i]);
+  const float a = static_cast<float>(1.0 - decay_over(decay_, from, global_step));
+  const std::size_t n = level_.size();
+  float* level = level_.data();
+  const float* x = values.data();
+  if (correction_ == Correction::none) {
+    // level -= (1 - D) * (level - x)
+    for (std::size_t i = 0; i < n; ++i) level[i] -= a * (level[i] - x[i]);
+    return;
+  }
+  // level -= (1 - D) * (level - x); smooth -= (1 - D) * (smooth - level), the new level (one pass)
+  float* smooth = smooth_.data();
+  for (std::size_t i = 0; i < n; ++i) {
+    level[i] -= a * (level[i] - x[i]);
+    smooth[i] -= a * (smooth[i] - level[i]);
+  }
+}
+
+std::span<const float> MovingAverage::average() {
+  if (correction_ == Correction::none) return level_;
+  // average = 2 * level - smooth: a linear trend's lag d / (1 - d) in the level, 2 d / (1 - d)
+  // in the smooth, none in the difference
+  average_.resize(level_.size());
+  for (std::size_t i = 0; i < level_.size(); ++i) average_[i] = 2.0f * level_[i] - smooth_[i];
+  return average_;
+}
+
+void MovingAverage::restore(std::span<const float> average) {
+  if (average.size() != level_.size()) throw asyncps::Error("MovingAverage::restore: size differs from the average");
+  level_.assign(average.begin(), average.end());
+  if (correction_ == Correction::trend) smooth_ = level_;
 }
 
 }  // namespace mnist_async

@@ -4,9 +4,10 @@
 // average is the model's).
 //
 //   float lr = mnist_async::exponential_decay(0.01f, 0.99f, global_step, 60000.0 / 128);
-//   mnist_async::MovingAverage ema(initial_params, 0.99f);
-//   ema.apply(params, global_step);      // shadow -= (1 - D) * (shadow - params), D: the global
+//   mnist_async::MovingAverage ema(initial_params, 0.99, MovingAverage::Correction::trend);
+//   ema.apply(params, global_step);      // level -= (1 - D) * (level - params), D: the global
 //                                        // steps since the last apply
+//   evaluate(ema.average());             // the level, or 2 * level - smooth with trend
 #pragma once
 #include <cstdint>
 #include <span>
@@ -21,27 +22,45 @@ double exponential_decay(double base, double rate, std::int64_t step, double dec
 // d = min(decay, (1 + n) / (10 + n)), advanced once per GLOBAL step, as TF1's chief-side
 // ExponentialMovingAverage is by every worker's update. The chief applies it once per step of
 // its own, k global steps apart (about W with W workers): each apply advances the average by
-// those k steps, shadow <- D * shadow + (1 - D) * values with D = d(n-k+1) * ... * d(n), so
+// those k steps, level <- D * level + (1 - D) * values with D = d(n-k+1) * ... * d(n), so
 // that it averages over the same number of global steps at any W (applied once per chief step
 // with one d, it averaged over W times more: the EMA lagged, 0.8948 against 0.9191 at W = 8).
-// Shadows start at the values given to the constructor.
+//
+// Correction::trend (--moving_average_correction trend, the default) removes the average's lag:
+// a second average of the first, smooth <- D * smooth + (1 - D) * level, and the average is
+// 2 * level - smooth (Brown's double exponential smoothing). While the parameters still move
+// steadily, the plain EMA trails them by about d / (1 - d) global steps (99 at 0.99); the
+// corrected one is where they are, with their noise still averaged out. (At 3 epochs of the
+// tutorial's model, plain async: the plain EMA 0.21 pp under the model at W = 1, the corrected
+// one above it at every W; docs/CONVERGENCE.md.) Correction::none is TF1's EMA, the level.
+// Both start at the values given to the constructor.
 class MovingAverage {
  public:
-  MovingAverage(std::span<const float> initial, double decay);
+  enum class Correction { none, trend };
+  MovingAverage(std::span<const float> initial, double decay, Correction correction = Correction::none);
   static double decay_at(double decay, std::int64_t num_updates);
   // The product of decay_at(decay, j) for j in (from, to]: what k = to - from steps keep.
   static double decay_over(double decay, std::int64_t from, std::int64_t to);
-  // shadow -= (1 - D) * (shadow - values), D = decay_over(decay, last, global_step) where last is
-  // the global step of the previous apply (the first apply, and one at a step not past the
-  // last, count one step: D = decay_at(decay, global_step)).
+  // level -= (1 - D) * (level - values) (and smooth -= (1 - D) * (smooth - level) with trend),
+  // D = decay_over(decay, last, global_step) where last is the global step of the previous apply
+  // (the first apply, and one at a step not past the last, count one step:
+  // D = decay_at(decay, global_step)).
   void apply(std::span<const float> values, std::int64_t global_step);
-  std::span<const float> shadow() const noexcept { return shadow_; }
-  std::span<float> shadow() noexcept { return shadow_; }
+  // What is evaluated, exported and checkpointed: the level, or 2 * level - smooth with trend
+  // (computed when asked, not on every apply).
+  std::span<const float> average();
+  // A restarted chief continues from the average a checkpoint holds: it becomes the level, and
+  // with trend the smooth too (a checkpoint holds one vector: the trend starts again from zero,
+  // the average itself goes on unchanged).
+  void restore(std::span<const float> average);
+  std::span<const float> level() const noexcept { return level_; }
   double decay() const noexcept { return decay_; }
+  Correction correction() const noexcept { return correction_; }
 
  private:
-  std::vector<float> shadow_;
+  std::vector<float> level_, smooth_, average_;  // smooth_ and average_: trend only
   double decay_;
+  Correction correction_;
   std::int64_t last_ = -1;  // the global step of the previous apply (-1: none yet)
   bool applied_ = false;
 };

@@ -75,8 +75,14 @@ int run_worker(const Config& config, asyncps::Session& session) {
   std::vector<Snapshot> snapshots;
   WorkerOptimizer optimizer(session.layout().size(), config.optimizer);
   if (chief) {  // a restarted job continues the average the checkpoint holds
-    ema.emplace(params, config.moving_average_decay);
-    if (shadow_store.load(ema->shadow())) std::printf("the chief continues the EMA from the checkpoint\n");
+    ema.emplace(params, config.moving_average_decay,
+                config.moving_average_correction == "trend" ? MovingAverage::Correction::trend
+                                                             : MovingAverage::Correction::none);
+    std::vector<float> saved(n);
+    if (shadow_store.load(saved)) {
+      ema->restore(saved);
+      std::printf("the chief continues the EMA from the checkpoint\n");
+    }
   }
   if (talk)
     std::printf("worker %d of %d: %s backend, %zu training examples, batch %d, %d server(s)\n", roles.worker_index(),
@@ -128,10 +134,11 @@ int run_worker(const Config& config, asyncps::Session& session) {
     global_step = landed.global_step;
     ++local_step;
     if (chief && config.eval_every > 0 &&
-        (snapshots.empty() ? begun->global_step >= 0 : begun->global_step / config.eval_every > snapshots.back().global_step / config.eval_every))
-      snapshots.push_back({begun->global_step, since(start), params,
-                           std::vector<float>(ema->shadow().begin(), ema->shadow().end())});
-    if (ema && local_step % config.log_every == 0) shadow_store.store(ema->shadow());  // checkpoints hold it
+        (snapshots.empty() ? begun->global_step >= 0 : begun->global_step / config.eval_every > snapshots.back().global_step / config.eval_every)) {
+      const auto average = ema->average();
+      snapshots.push_back({begun->global_step, since(start), params, std::vector<float>(average.begin(), average.end())});
+    }
+    if (ema && local_step % config.log_every == 0) shadow_store.store(ema->average());  // checkpoints hold it
     if (talk && local_step % config.log_every == 0) {
       std::printf("After %lld training steps (%lld global steps), loss on training batch is %g. (%.3f sec/batch)\n",
                   static_cast<long long>(local_step), static_cast<long long>(global_step), static_cast<double>(loss),
@@ -152,7 +159,7 @@ int run_worker(const Config& config, asyncps::Session& session) {
     std::printf("nothing to train: the global step had already reached --training_steps %lld (resumed from a "
                 "checkpoint? raise --training_steps to continue, or pass --no_restore)\n",
                 static_cast<long long>(config.training_steps));
-  if (ema) shadow_store.store(ema->shadow());
+  if (ema) shadow_store.store(ema->average());
   client.drain();  // every worker is done: the arena is final
   const double wall = since(start);
   const auto& st = client.stats();
@@ -169,7 +176,7 @@ int run_worker(const Config& config, asyncps::Session& session) {
     const double per_step = config.batch_size * (config.library.mode == asyncps::Mode::Sync ? roles.num_workers() : 1);
     const double samples_per_sec = static_cast<double>(steps - first_step) * per_step / wall;
     const Accuracy plain = evaluate(*backend, data, params);
-    const Accuracy averaged = evaluate(*backend, data, ema->shadow());
+    const Accuracy averaged = evaluate(*backend, data, ema->average());
     std::printf("After %lld global steps, validation accuracy %.4f (EMA %.4f), test accuracy %.4f (EMA %.4f)\n",
                 static_cast<long long>(steps), plain.validation, averaged.validation, plain.test, averaged.test);
     // the snapshots: accuracy against global steps and wall time, and when it first reached the target
@@ -215,8 +222,9 @@ int run_worker(const Config& config, asyncps::Session& session) {
                     {"staleness_max", static_cast<double>(tau.max())}});
     if (!config.export_dir.empty()) {
       asyncps::export_npy(config.export_dir, session.layout(), params);
+      const auto average = ema->average();
       asyncps::export_npy(std::filesystem::path(config.export_dir) / "ema", session.layout(),
-                          std::vector<float>(ema->shadow().begin(), ema->shadow().end()));
+                          std::vector<float>(average.begin(), average.end()));
       std::printf("exported the parameters to %s (EMA in %s/ema)\n", config.export_dir.c_str(), config.export_dir.c_str());
     }
   }

@@ -2,6 +2,7 @@
 # usage: checkpoint_restart.sh MNIST_ASYNC DATA_DIR WORKDIR BAD_CONFIG
 # Proves, with the real job under mpirun (every run under a timeout):
 #  1. a job resumes from the newest checkpoint in --logdir: step, and the run ends at the new limit;
+#     the checkpoint's EMA is the one the chief reported;
 #  2. a damaged newest checkpoint is reported by name and the previous one is used;
 #  3. a checkpoint written by 1 server restores onto 2 servers (re-sharded);
 #  4. --restart_from loads the given one; --eval_only evaluates it; the export loads as .npy;
@@ -22,6 +23,13 @@ common=(--data_dir "$data" --train_limit 20000 --logdir "$log" --save_secs 0)
 run first "${mpirun[@]}" -np 2 "$job" "${common[@]}" --training_steps 200
 [ $rc -eq 0 ] || fail "first run exited $rc"
 [ -f "$log/ckpt-200.index" ] || fail "no ckpt-200.index after the first run"
+# the checkpoint holds the very average the chief reported (with --moving_average_correction trend,
+# the default, that is 2*level - smooth, not the level)
+run eval200 "$job" --eval_only --checkpoint "$log/ckpt-200.index" --data_dir "$data"
+[ $rc -eq 0 ] || fail "eval_only of ckpt-200 exited $rc"
+reported=$(sed -n 's/^Done: .*(EMA \(0\.[0-9]*\))$/\1/p' "$work/first.out")
+held=$(sed -n 's/.*; EMA: validation 0\.[0-9]*, test \(0\.[0-9]*\)$/\1/p' "$work/eval200.out")
+[ -n "$reported" ] && [ "$reported" = "$held" ] || fail "the checkpoint's EMA ($held) is not the one reported ($reported)"
 
 run resume "${mpirun[@]}" -np 2 "$job" "${common[@]}" --training_steps 400
 [ $rc -eq 0 ] || fail "resume exited $rc"

@@ -1,7 +1,8 @@
 // Proves: the learning-rate and EMA schedules follow the TF1 recipe's formulas at steps 0, 10,
 // 100 and 1000; the EMA advances once per global step, whatever the steps between the chief's
 // applies (W workers); momentum's velocity, its staleness correction, Adam's and Adagrad's
-// directions follow their formulas.
+// directions follow their formulas; the trend-corrected EMA is 2 * level - smooth, has no lag on a
+// linear trend (TF1's lags d/(1-d) steps), averages noise, and restores from one vector.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -35,15 +36,69 @@ TEST_CASE("EMA decay is min(0.99, (1+n)/(10+n))", "[schedule][ema]") {
 
 TEST_CASE("EMA shadow starts at the initial values and moves by (1-d) toward the variable", "[schedule][ema]") {
   std::vector<float> init{1.f, -2.f};
-  MovingAverage ema(init, 0.99);
-  CHECK(ema.shadow()[0] == 1.f);
+  MovingAverage ema(init, 0.99);  // Correction::none: TF1's EMA, the average is the level
+  CHECK(ema.average()[0] == 1.f);
   std::vector<float> v{3.f, 2.f};
   ema.apply(v, 0);  // d = 0.1: shadow = 0.1*shadow + 0.9*v
-  CHECK(ema.shadow()[0] == Approx(0.1 * 1 + 0.9 * 3));
-  CHECK(ema.shadow()[1] == Approx(0.1 * -2 + 0.9 * 2));
+  CHECK(ema.average()[0] == Approx(0.1 * 1 + 0.9 * 3));
+  CHECK(ema.average()[1] == Approx(0.1 * -2 + 0.9 * 2));
   ema.apply(v, 1);  // the next global step: d = 2/11
   const double after1 = 2.0 / 11 * (0.1 * 1 + 0.9 * 3) + 9.0 / 11 * 3;
-  CHECK(ema.shadow()[0] == Approx(after1));
+  CHECK(ema.average()[0] == Approx(after1));
+  CHECK(ema.level()[0] == ema.average()[0]);
+}
+
+TEST_CASE("trend-corrected EMA is 2*level - smooth, by hand, and has no lag on a linear trend where TF1's lags "
+          "d/(1-d) steps", "[schedule][ema]") {
+  const std::vector<float> init{1.f};
+  MovingAverage ema(init, 0.99, MovingAverage::Correction::trend);
+  CHECK(ema.average()[0] == 1.f);
+  const std::vector<float> v{3.f};
+  ema.apply(v, 0);  // D = 0.1: level = 0.1*1 + 0.9*3 = 2.8; smooth = 0.1*1 + 0.9*2.8 = 2.62
+  CHECK(ema.level()[0] == Approx(2.8));
+  CHECK(ema.average()[0] == Approx(2 * 2.8 - 2.62));
+  ema.apply(v, 1);  // D = 2/11
+  const double level = 2.0 / 11 * 2.8 + 9.0 / 11 * 3, smooth = 2.0 / 11 * 2.62 + 9.0 / 11 * level;
+  CHECK(ema.average()[0] == Approx(2 * level - smooth));
+
+  // x(t) = 0.01 t past the warm-up, applied every 8 global steps (a chief among 8 workers):
+  // TF1's EMA trails by about 8 D / (1 - D) ~ 95 steps (0.95 in x), the corrected one not at all
+  const std::vector<float> zero{0.f};
+  MovingAverage tf1(zero, 0.99), corrected(zero, 0.99, MovingAverage::Correction::trend);
+  std::int64_t t = 0;
+  for (; t <= 8000; t += 8) {
+    const std::vector<float> x{0.01f * static_cast<float>(t)};
+    tf1.apply(x, t);
+    corrected.apply(x, t);
+  }
+  const double now = 0.01 * static_cast<double>(t - 8), D = std::pow(0.99, 8);
+  CHECK(now - tf1.average()[0] == Approx(0.01 * 8 * D / (1 - D)).epsilon(1e-3));
+  CHECK(std::abs(now - corrected.average()[0]) < 1e-3);
+  // on a constant the two agree; noise around it is averaged by both
+  MovingAverage flat(zero, 0.99, MovingAverage::Correction::trend);
+  double sum_sq = 0;
+  std::uint32_t r = 12345;
+  for (std::int64_t s = 0; s < 4000; ++s) {
+    r = r * 1664525u + 1013904223u;
+    const std::vector<float> x{5.f + (static_cast<float>(r >> 8) / 16777216.f - 0.5f)};  // 5 + U(-0.5, 0.5)
+    flat.apply(x, s);
+    if (s >= 2000) sum_sq += (flat.average()[0] - 5.0) * (flat.average()[0] - 5.0);
+  }
+  CHECK(std::sqrt(sum_sq / 2000) < 0.3 * std::sqrt(1.0 / 12));  // under 0.3 of the samples' own sd
+}
+
+TEST_CASE("a restored trend-corrected EMA continues from the checkpoint's average with no trend", "[schedule][ema]") {
+  const std::vector<float> init{0.f, 0.f}, saved{4.f, -1.f}, v{6.f, -1.f};
+  MovingAverage ema(init, 0.99, MovingAverage::Correction::trend);
+  ema.restore(saved);
+  CHECK(ema.average()[0] == 4.f);  // the average goes on unchanged
+  CHECK(ema.average()[1] == -1.f);
+  ema.apply(v, 5000);  // level = smooth = 4 before; d = 0.99: level 4.02, smooth 4.0002
+  CHECK(ema.average()[0] == Approx(2 * 4.02 - (0.99 * 4 + 0.01 * 4.02)));
+  CHECK(ema.average()[1] == -1.f);
+  const std::vector<float> wrong(3);
+  CHECK_THROWS(ema.restore(wrong));
+  CHECK_THROWS(ema.apply(wrong, 5001));
 }
 
 TEST_CASE("EMA advances by the global steps since its last apply, as W chief-less steps of TF1 would", "[schedule][ema]") {
@@ -54,20 +109,20 @@ TEST_CASE("EMA advances by the global steps since its last apply, as W chief-les
   every.apply(v, 1000);
   chief.apply(v, 1008);
   for (std::int64_t s = 1001; s <= 1008; ++s) every.apply(v, s);  // one apply per global step
-  CHECK(chief.shadow()[0] == Approx(every.shadow()[0]).epsilon(1e-6));
-  CHECK(chief.shadow()[1] == Approx(every.shadow()[1]).epsilon(1e-6));
+  CHECK(chief.average()[0] == Approx(every.average()[0]).epsilon(1e-6));
+  CHECK(chief.average()[1] == Approx(every.average()[1]).epsilon(1e-6));
   // by hand: from s0 after step 1000, 8 steps keep 0.99^8 of it
   const double s0 = 0.99 * 1 + 0.01 * 3;
-  CHECK(chief.shadow()[0] == Approx(std::pow(0.99, 8) * s0 + (1 - std::pow(0.99, 8)) * 3).epsilon(1e-6));
+  CHECK(chief.average()[0] == Approx(std::pow(0.99, 8) * s0 + (1 - std::pow(0.99, 8)) * 3).epsilon(1e-6));
   // in the warm-up the factors differ: steps 1..3 keep (2/11)(3/12)(4/13)
   CHECK(MovingAverage::decay_over(0.99, 0, 3) == Approx(2.0 / 11 * 3.0 / 12 * 4.0 / 13));
   CHECK(MovingAverage::decay_over(0.99, 5, 5) == 1.0);  // no step: nothing changes
   // a step not past the last (a restarted chief, the same step twice) counts one step
   MovingAverage again(init, 0.99);
   again.apply(v, 50);
-  const float before = again.shadow()[0];
+  const float before = again.average()[0];
   again.apply(v, 50);
-  CHECK(again.shadow()[0] == Approx(MovingAverage::decay_at(0.99, 50) * before + (1 - MovingAverage::decay_at(0.99, 50)) * 3));
+  CHECK(again.average()[0] == Approx(MovingAverage::decay_at(0.99, 50) * before + (1 - MovingAverage::decay_at(0.99, 50)) * 3));
 }
 
 TEST_CASE("momentum pushes mu*v + g: the velocity follows a hand-computed sequence; a rejected push leaves it",
