@@ -14,7 +14,8 @@ pulled and pulls the next step's, asynchronously (Hogwild) or in the other modes
 tutorial_mnist.py beside this file (shared with PyTorch's own baseline, bench/torch_mnist.py): conv
 3x3x8 + pool, conv 3x3x16 + pool, fc 784->10, no activations, Glorot-uniform init, plain SGD, lr 0.01
 * 0.99^(step / epoch), batch 128; the chief keeps the EMA of the parameters (decay 0.99 per global
-step, TF1's warm-up) on the servers, so checkpoints (--logdir) hold it. At the end the chief prints
+step, TF1's warm-up; trend-corrected like mnist_async's, 2*EMA - EMA(EMA), unless --ema_correction
+none) on the servers, so checkpoints (--logdir) hold it. At the end the chief prints
 the test accuracy (plain and EMA) and samples/s, and with --json one JSON line.
 """
 import argparse
@@ -32,6 +33,16 @@ import asyncps.torch
 from tutorial_mnist import accuracy, build_model, load_mnist, lr_at  # the model, data and schedule (this directory)
 
 
+def average_into(out, level, smooth, correction):
+    """out = 2 * level - smooth (trend: the EMA without its lag of about decay / (1 - decay) global
+    steps, Brown's double smoothing), or the level itself (none: TF1's EMA)."""
+    if correction == "trend":
+        np.multiply(level, 2, out=out)
+        out -= smooth
+    else:
+        out[:] = level
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data_dir", default=os.path.join(os.path.dirname(__file__), "..", "..", "data", "mnist"))
@@ -41,6 +52,8 @@ def main():
     ap.add_argument("--momentum", type=float, default=0.0, help="SGD momentum (staleness-corrected: AsyncOptimizer)")
     ap.add_argument("--decay", type=float, default=0.99, help="lr = learning_rate * decay^(step / (60000 / batch))")
     ap.add_argument("--ema", type=float, default=0.99, help="the chief's moving-average decay")
+    ap.add_argument("--ema_correction", default="trend", choices=("trend", "none"),
+                    help="trend: report 2*EMA - EMA(EMA), which does not trail a model still improving; none: TF1's EMA")
     ap.add_argument("--ps", type=int, default=1, help="parameter-server ranks")
     ap.add_argument("--mode", default="async", choices=asyncps.MODES)
     ap.add_argument("--staleness", type=int, default=0)
@@ -73,11 +86,12 @@ def main():
     rng = np.random.default_rng(args.seed * 1000003 + session.worker_index)
     perm, pos = rng.permutation(len(train_x)), 0
     params = opt.arena.params  # the module's parameters, as one numpy array (no copy)
-    ema, ema_step = None, None
+    ema, ema_step = None, None  # ema: the average reported and stored (level, or 2 * level - smooth)
     if session.is_chief:
-        ema = np.empty_like(params)
+        ema = params.copy()  # (what a chief that takes no step of its own stores: the start)
         if w.load_shadow(ema):
             ema_step = w.restored_step
+            level, smooth = ema.copy(), ema.copy()  # a restart: the average goes on, its trend from zero
     t0, local = time.perf_counter(), 0
     while not opt.done:  # the loop's condition: the job's global step limit
         if pos + args.batch > len(perm):
@@ -98,19 +112,24 @@ def main():
             now = opt.global_step
             pulled = opt.pulled  # (the module's own, unless weight prediction moved it ahead)
             if ema_step is None:
-                ema[:], ema_step = pulled, now - 1
+                level, smooth, ema_step = pulled.copy(), pulled.copy(), now - 1
             keep = 1.0
             for n in range(ema_step + 1, now + 1) if now > ema_step else (now,):  # (no step past the last: one)
                 keep *= min(args.ema, (1 + n) / (10 + n))
-            ema *= keep
-            ema += (1 - keep) * pulled
+            level *= keep
+            level += (1 - keep) * pulled
+            smooth *= keep  # the average of the average: it trails the level as the level trails the model
+            smooth += (1 - keep) * level
             ema_step = max(ema_step, now)
             if local % args.log_every == 0:
+                average_into(ema, level, smooth, args.ema_correction)
                 w.store_shadow(ema)
                 print(f"After {local} training steps ({step_at} global steps), loss on training batch is "
                       f"{float(loss):.6f}.", flush=True)
     wall = time.perf_counter() - t0  # (done: every worker's updates are in, the module holds them)
     if session.is_chief:
+        if ema_step is not None:
+            average_into(ema, level, smooth, args.ema_correction)
         w.store_shadow(ema)  # the final checkpoint holds it
         final = w.global_step
         acc = accuracy(net, test_x, test_y)
