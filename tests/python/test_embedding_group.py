@@ -125,18 +125,25 @@ refused_in_thread(lambda: group.pull_rows(keys), "EmbeddingGroup.pull_rows")
 refused_in_thread(lambda: group.prefetch_rows(keys), "EmbeddingGroup.prefetch_rows")
 refused_in_thread(lambda: group.push_rows(keys, three, 1.0), "EmbeddingGroup.push_rows")
 
-# each table's start, through the group and alone
-deep0, wide0, seeded0 = group.pull_rows(keys)
-check(deep0.shape == (6, 4) and wide0.shape == (6, 1) and seeded0.shape == (6, 3), "shapes")
-check(np.array_equal(seeded0, asyncps.EmbeddingTable(w, "seeded").pull_rows(keys)), "the group reads what one table reads")
-check(not np.all(seeded0 == 0) and np.all(np.abs(seeded0) <= 0.5), "seeded's own start")
-check(np.all(deep0 == 0) and np.all(wide0 == 0), "deep and wide start at 0")
-
-# a NaN in one table's gradient: nothing sent for any (keys whose rows the pushes below never touch)
+# the rows the pushes below touch: the hundred keys' (both workers) and the free keys' (worker 0)
 hundred = np.arange(100, dtype=np.uint64)
 probe = asyncps.EmbeddingTable(w, "wide")
 busy = set(int(r) for r in probe.row_of(hundred))
 free = [k for k in range(5000, 6000) if probe.row_of(k) not in busy][:5]
+touched = busy | set(int(probe.row_of(k)) for k in free)
+
+# each table's start, through the group and alone, at keys whose rows nobody pushes to (the
+# other worker may already be pushing: a start read at its rows would race with it)
+untouched = [k for k in range(9000, 10000) if int(probe.row_of(k)) not in touched][:5]
+start_keys = np.array(untouched[:2] + untouched[1:], np.uint64)  # (a duplicate)
+deep0, wide0, seeded0 = group.pull_rows(start_keys)
+check(deep0.shape == (6, 4) and wide0.shape == (6, 1) and seeded0.shape == (6, 3), "shapes")
+check(np.array_equal(seeded0, asyncps.EmbeddingTable(w, "seeded").pull_rows(start_keys)),
+      "the group reads what one table reads")
+check(not np.all(seeded0 == 0) and np.all(np.abs(seeded0) <= 0.5), "seeded's own start")
+check(np.all(deep0 == 0) and np.all(wide0 == 0), "deep and wide start at 0")
+
+# a NaN in one table's gradient: nothing sent for any (keys whose rows the pushes below never touch)
 keys = np.array(free[:2] + free[1:], np.uint64)  # (a duplicate)
 if me == 0:
     bad = np.ones((6, 1), np.float32)
