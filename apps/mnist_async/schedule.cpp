@@ -38,6 +38,7 @@ void MovingAverage::apply(std::span<const float> values, std::int64_t global_ste
   const std::int64_t from = applied_ && global_step > last_ ? last_ : global_step - 1;
   applied_ = true;
   last_ = global_step;
+  average_stale_ = true;
   const float a = static_cast<float>(1.0 - decay_over(decay_, from, global_step));
   const std::size_t n = level_.size();
   float* level = level_.data();
@@ -59,8 +60,11 @@ std::span<const float> MovingAverage::average() {
   if (correction_ == Correction::none) return level_;
   // average = 2 * level - smooth: a linear trend's lag d / (1 - d) in the level, 2 d / (1 - d)
   // in the smooth, none in the difference
-  average_.resize(level_.size());
-  for (std::size_t i = 0; i < level_.size(); ++i) average_[i] = 2.0f * level_[i] - smooth_[i];
+  if (average_stale_) {
+    average_.resize(level_.size());
+    for (std::size_t i = 0; i < level_.size(); ++i) average_[i] = 2.0f * level_[i] - smooth_[i];
+    average_stale_ = false;
+  }
   return average_;
 }
 
@@ -68,6 +72,7 @@ void MovingAverage::restore(std::span<const float> average) {
   if (average.size() != level_.size()) throw asyncps::Error("MovingAverage::restore: size differs from the average");
   level_.assign(average.begin(), average.end());
   if (correction_ == Correction::trend) smooth_ = level_;
+  average_stale_ = true;
 }
 
 }  // namespace mnist_async

@@ -48,7 +48,7 @@ class MovingAverage {
   // D = decay_at(decay, global_step)).
   void apply(std::span<const float> values, std::int64_t global_step);
   // What is evaluated, exported and checkpointed: the level, or 2 * level - smooth with trend
-  // (computed when asked, not on every apply).
+  // (computed when asked after an apply or restore, not on every apply).
   std::span<const float> average();
   // A restarted chief continues from the average a checkpoint holds: it becomes the level, and
   // with trend the smooth too (a checkpoint holds one vector: the trend starts again from zero,
@@ -64,6 +64,7 @@ class MovingAverage {
   Correction correction_;
   std::int64_t last_ = -1;  // the global step of the previous apply (-1: none yet)
   bool applied_ = false;
+  bool average_stale_ = true;  // trend: average_ predates the last apply or restore
 };
 
 }  // namespace mnist_async

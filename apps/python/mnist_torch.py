@@ -118,8 +118,9 @@ def main():
                 keep *= min(args.ema, (1 + n) / (10 + n))
             level *= keep
             level += (1 - keep) * pulled
-            smooth *= keep  # the average of the average: it trails the level as the level trails the model
-            smooth += (1 - keep) * level
+            if args.ema_correction == "trend":
+                smooth *= keep  # the average of the average: it trails the level as the level trails the model
+                smooth += (1 - keep) * level
             ema_step = max(ema_step, now)
             if local % args.log_every == 0:
                 average_into(ema, level, smooth, args.ema_correction)
