@@ -1,7 +1,6 @@
-// defines: make_backend, local_rank_from_env
+// defines: make_backend
 #include "device.h"
 
-#include <cstdlib>
 #include <string>
 
 #include "asyncps/error.h"
@@ -9,26 +8,12 @@
 
 namespace mnist_async {
 
-int local_rank_from_env(int fallback) {
-  for (const char* var : {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID"}) {
-    const char* v = std::getenv(var);
-    if (!v || !*v) continue;
-    char* end = nullptr;
-    const long r = std::strtol(v, &end, 10);
-    if (end && *end == '\0' && r >= 0 && r < (1L << 30)) return static_cast<int>(r);
-  }
-  return fallback;
-}
-
-std::unique_ptr<asyncps::nn::Backend> make_backend(const std::string& device, int max_batch, int local_rank) {
+std::unique_ptr<asyncps::nn::Backend> make_backend(const std::string& device, int max_batch, int node_worker_index) {
   namespace nn = asyncps::nn;
   if (device == "gpu" || device == "auto") {
     const bool built = nn::gpu_backend_built();
     const int count = built ? nn::gpu_device_count() : 0;
-    if (count > 0) {
-      const int rank = local_rank_from_env(local_rank);
-      return nn::make_gpu_backend(max_batch, (rank < 0 ? 0 : rank) % count);
-    }
+    if (count > 0) return nn::make_gpu_backend(max_batch, (node_worker_index < 0 ? 0 : node_worker_index) % count);
     if (device == "gpu") {
       if (!built)
         throw asyncps::ConfigError(

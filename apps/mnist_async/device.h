@@ -1,4 +1,4 @@
-// defines: mnist_async::make_backend, mnist_async::local_rank_from_env
+// defines: mnist_async::make_backend
 // --device cpu|gpu|auto -> the model backend a worker computes with.
 #pragma once
 #include <memory>
@@ -8,13 +8,11 @@
 
 namespace mnist_async {
 
-// gpu: the cuDNN backend on device local_rank % gpu_device_count(); a ConfigError if this build has
-// no GPU backend or no CUDA device is visible. auto: gpu when the build has it and a device is
-// visible, else cpu. cpu: the Eigen backend. local_rank is used only when the launcher does not
-// say (OMPI_COMM_WORLD_LOCAL_RANK, then MPI_LOCALRANKID of MPICH/Intel MPI).
-std::unique_ptr<asyncps::nn::Backend> make_backend(const std::string& device, int max_batch, int local_rank);
-
-// The node-local rank the MPI launcher put in the environment, or fallback when it put none.
-int local_rank_from_env(int fallback);
+// gpu: the GPU backend (fused kernels, one CUDA graph a step) on device
+// node_worker_index % gpu_device_count(): a node's GPUs dealt over its workers in rank order
+// (asyncps::Session::node_worker_index, from MPI_COMM_TYPE_SHARED: the same under mpirun, hydra
+// and srun); a ConfigError if this build has no GPU backend or no CUDA device is visible.
+// auto: gpu when the build has it and a device is visible, else cpu. cpu: the Eigen backend.
+std::unique_ptr<asyncps::nn::Backend> make_backend(const std::string& device, int max_batch, int node_worker_index);
 
 }  // namespace mnist_async

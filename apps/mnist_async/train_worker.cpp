@@ -57,15 +57,15 @@ int run_worker(const Config& config, asyncps::Session& session) {
     asyncps::StallWatch watch(asyncps::watch_timeout(config.library.stall_timeout), "reading the MNIST data in " + config.data_dir);
     return asyncps::mnist::load_mnist(config.data_dir, static_cast<std::size_t>(config.train_limit));
   }();
-  auto backend = make_backend(config.device, config.batch_size, roles.worker_index());
+  auto backend = make_backend(config.device, config.batch_size, session.node_worker_index());
+  backend->set_dataset(data.train.images, data.train.labels);  // (a GPU keeps it on the device)
   std::optional<MetricsLog> metrics;
   if (chief) metrics.emplace(config.logdir);
   asyncps::mnist::Batcher batcher(data.train, config.batch_size, static_cast<std::uint64_t>(config.seed) * 1000003u + static_cast<std::uint64_t>(roles.worker_index()));
 
   const std::size_t n = session.layout().size();
   std::vector<float> params(n), grad(n), ahead(config.optimizer.predicts() ? n : 0);
-  std::vector<float> x(static_cast<std::size_t>(config.batch_size) * asyncps::nn::kImagePixels);
-  std::vector<std::uint8_t> y(static_cast<std::size_t>(config.batch_size));
+  std::vector<std::int32_t> rows(static_cast<std::size_t>(config.batch_size));  // the batch, as rows of data.train
 
   asyncps::WorkerClient client(session);  // the transport
   asyncps::StepLoop step_loop(client);     // the mode, the non-finite guard, staleness
@@ -96,10 +96,10 @@ int run_worker(const Config& config, asyncps::Session& session) {
   double lr = 0;
   const auto start = Clock::now();
   auto last_summary = start;
-  double compute_seconds = 0;
+  double compute_seconds = 0, device_seconds = 0;
   for (;;) {
     const auto t_step = Clock::now();
-    batcher.next(x, y);
+    batcher.next_rows(rows);
     const auto begun = step_loop.begin_step(params, config.training_steps);  // waits as --mode says, pulls
     if (!begun) break;
     if (ema) ema->apply(params, begun->global_step);  // the chief's shadow follows the shared model
@@ -113,7 +113,13 @@ int run_worker(const Config& config, asyncps::Session& session) {
     // (--momentum_correction predict, --weight_prediction)
     const bool predicted = config.optimizer.predicts() && tau > 0 && optimizer.predict(params, lr, tau, ahead);
     const std::span<const float> at = predicted ? std::span<const float>(ahead) : std::span<const float>(params);
-    loss = backend->loss_and_grad(at, x, y, grad);
+    loss = backend->loss_and_grad_rows(at, rows, grad);
+    if (const double on_device = backend->last_step_device_seconds(); on_device >= 0) {
+      // the device's own time for the step (CUDA events), ending when its result reached the host
+      const auto now = Clock::now();
+      device_seconds += on_device;
+      client.note_span("gpu", now - std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(on_device)), now);
+    }
     add_l2(session.layout(), config.l2, at, grad);
     if (straggler) std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(config.straggler_ms));
     compute_seconds += since(t_compute);
@@ -163,11 +169,14 @@ int run_worker(const Config& config, asyncps::Session& session) {
   client.drain();  // every worker is done: the arena is final
   const double wall = since(start);
   const auto& st = client.stats();
-  if (config.verbose)
-    std::printf("worker %d: %lld local steps in %.3f s: compute %.3f s, pull %.3f s, push %.3f s, waiting for others "
+  if (config.verbose) {
+    char on_gpu[48] = "";
+    if (device_seconds > 0) std::snprintf(on_gpu, sizeof on_gpu, " (the GPU's own time %.3f s)", device_seconds);
+    std::printf("worker %d: %lld local steps in %.3f s: compute %.3f s%s, pull %.3f s, push %.3f s, waiting for others "
                 "%.3f s; peak RSS %.1f MB\n",
-                roles.worker_index(), static_cast<long long>(local_step), wall, compute_seconds, st.pull_seconds,
-                st.push_seconds + st.wait_seconds, st.mode_wait_seconds, peak_rss_mb());
+                roles.worker_index(), static_cast<long long>(local_step), wall, compute_seconds, on_gpu,
+                st.pull_seconds, st.push_seconds + st.wait_seconds, st.mode_wait_seconds, peak_rss_mb());
+  }
   std::int64_t steps = 0;
   if (chief) {
     client.pull(params);

@@ -130,6 +130,11 @@ class Session {
   int node_ranks() const noexcept { return node_ranks_; }
   // Whether every rank on this rank's node is a server (no worker shares its cores).
   bool node_has_no_workers() const noexcept { return node_no_workers_; }
+  // The workers on this rank's node (MPI_Comm_split_type(MPI_COMM_TYPE_SHARED), so the same
+  // under mpirun, hydra and srun) and, on a worker, its index among them in rank order (-1 on a
+  // server): how a job deals a node's GPUs to its workers, none to its servers.
+  int node_workers() const noexcept { return node_workers_; }
+  int node_worker_index() const noexcept { return node_worker_index_; }
   // Whether some other rank on this node may talk to this one over shared memory (Open MPI's
   // vader/sm transport not excluded; MPICH without MPIR_CVAR_NOLOCAL): its messages wake no socket.
   bool shared_memory_neighbours() const noexcept;
@@ -147,6 +152,7 @@ class Session {
   bool single_node_ = false;
   int node_ranks_ = 1;
   bool node_no_workers_ = false;
+  int node_workers_ = 0, node_worker_index_ = -1;
   std::vector<std::string> hosts_;  // every rank's host (MPI_Get_processor_name)
   std::thread::id owner_;           // the thread that created it (FUNNELED)
   bool holds_sigterm_ = false;      // SIGTERM stops the job while open (runtime/termination.h)

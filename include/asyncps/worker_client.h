@@ -26,6 +26,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <chrono>
 #include <span>
 
 #include "asyncps/session.h"
@@ -88,6 +89,12 @@ class WorkerClient {
 
   const WorkerStats& stats() const noexcept;
   int worker_index() const noexcept;
+  // Adds a span of the caller's own to this rank's timeline (Options::timeline; nothing without
+  // one), beside the library's pull/push/compute spans: e.g. a GPU's own time for a step, as
+  // CUDA events measured it, ending when the step's result reached the host. `name` must be a
+  // string literal (it is kept, not copied).
+  void note_span(const char* name, std::chrono::steady_clock::time_point begin,
+                 std::chrono::steady_clock::time_point end) noexcept;
   // Whether the job restored a checkpoint (Options::checkpoint: the constructor, collective,
   // restores it on every rank), and the global step it resumed from (0 when none).
   bool restored() const noexcept;

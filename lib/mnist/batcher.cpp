@@ -1,6 +1,7 @@
 #include "mnist/batcher.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <numeric>
 #include <stdexcept>
 #include <string>
@@ -24,6 +25,8 @@ Batcher::Batcher(const Split& split, int batch_size, std::uint64_t seed, bool sh
     throw DataError("mnist::Batcher: batch_size must be positive, got " +
                                 std::to_string(batch_size));
   if (split.size() == 0) throw DataError("mnist::Batcher: the split is empty");
+  if (split.size() > static_cast<std::size_t>(INT32_MAX))
+    throw DataError("mnist::Batcher: the split has more rows than next_rows can name");
   if (split.images.size() != split.size() * kPixels)
     throw DataError("mnist::Batcher: split has " + std::to_string(split.size()) +
                                 " labels but " + std::to_string(split.images.size()) +
@@ -43,6 +46,20 @@ void Batcher::start_epoch() {
   }
 }
 
+void Batcher::next_rows(std::span<std::int32_t> rows) {
+  if (rows.size() != static_cast<std::size_t>(batch_size_))
+    throw DataError("mnist::Batcher::next_rows: expected " + std::to_string(batch_size_) + " rows, got " +
+                    std::to_string(rows.size()));
+  for (auto& r : rows) {
+    r = static_cast<std::int32_t>(order_[pos_]);
+    ++served_;
+    if (++pos_ == order_.size()) {
+      ++epoch_;
+      start_epoch();
+    }
+  }
+}
+
 void Batcher::next(std::span<float> x, std::span<std::uint8_t> y) {
   const auto b = static_cast<std::size_t>(batch_size_);
   if (x.size() != b * kPixels || y.size() != b)
@@ -50,16 +67,13 @@ void Batcher::next(std::span<float> x, std::span<std::uint8_t> y) {
                                 std::to_string(b * kPixels) + " floats and y of " +
                                 std::to_string(b) + " labels, got " + std::to_string(x.size()) +
                                 " and " + std::to_string(y.size()));
+  rows_.resize(b);
+  next_rows(rows_);
   const float* images = split_->images.data();
   for (std::size_t k = 0; k < b; ++k) {
-    const std::size_t idx = order_[pos_];
+    const auto idx = static_cast<std::size_t>(rows_[k]);
     std::copy_n(images + idx * kPixels, kPixels, x.begin() + static_cast<std::ptrdiff_t>(k * kPixels));
     y[k] = split_->labels[idx];
-    ++served_;
-    if (++pos_ == order_.size()) {
-      ++epoch_;
-      start_epoch();
-    }
   }
 }
 

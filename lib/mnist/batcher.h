@@ -27,6 +27,9 @@ class Batcher {
   // Fills x (batch_size*kPixels floats) and y (batch_size labels) with the next batch.
   // Throws DataError if the spans have the wrong size.
   void next(std::span<float> x, std::span<std::uint8_t> y);
+  // The same batch as next() would serve, as the split's row numbers (batch_size values): for a
+  // backend that holds the split itself (nn::Backend::set_dataset). Throws DataError on a wrong size.
+  void next_rows(std::span<std::int32_t> rows);
 
   // Completed passes over the split (= examples_served() / size, rounded down).
   std::uint64_t epoch() const { return epoch_; }
@@ -41,6 +44,7 @@ class Batcher {
   bool shuffle_;
   std::mt19937_64 rng_;
   std::vector<std::size_t> order_;
+  std::vector<std::int32_t> rows_;  // next()'s scratch
   std::size_t pos_ = 0;
   std::uint64_t epoch_ = 0;
   std::uint64_t served_ = 0;

@@ -81,7 +81,35 @@ class Backend {  // one model instance; not thread-safe; holds all scratch buffe
   // logits (B,10) for B = x.size()/784 <= max_batch(). Throws nn::Error on wrong sizes.
   virtual void forward(std::span<const float> params, std::span<const float> x,
                        std::span<float> logits) = 0;
+
+  // A training set the steps of loss_and_grad_rows name their batch from: images (n,784),
+  // labels n (0..9), n >= 1; replaces an earlier one. The GPU backend copies it to the device
+  // once (as bytes when every pixel is byte/255, as load_mnist reads them; else as floats), so
+  // that a step moves only the parameters in, the row list in and the gradient out. This base
+  // version keeps views: the spans must then outlive the backend (or the next set_dataset).
+  // Throws nn::Error on wrong sizes or a label > 9.
+  virtual void set_dataset(std::span<const float> images, std::span<const std::uint8_t> labels);
+  // loss_and_grad on the batch of the dataset's rows (B = rows.size(), 1 <= B <= max_batch(),
+  // each row in [0, n)); the same result as loss_and_grad on those images and labels.
+  // Throws nn::Error without a dataset, on an empty or oversized batch or a row out of range.
+  virtual float loss_and_grad_rows(std::span<const float> params, std::span<const std::int32_t> rows,
+                                   std::span<float> grad);
+  // Seconds the device spent on the last loss_and_grad* (its own clock: CUDA events around the
+  // step, uploads and downloads included), or a negative value where the backend has none (CPU).
+  virtual double last_step_device_seconds() const { return -1.0; }
+
+ protected:
+  // The dataset of set_dataset, for backends that gather on the host (this base version).
+  std::span<const float> data_images_;
+  std::span<const std::uint8_t> data_labels_;
+  std::vector<float> rows_x_;
+  std::vector<std::uint8_t> rows_y_;
 };
+
+// The checks of set_dataset and loss_and_grad_rows, shared by every backend: the dataset's size n
+// (from images and labels), and the batch B of rows (each in [0, n)).
+std::size_t check_dataset(std::span<const float> images, std::span<const std::uint8_t> labels);
+int check_rows(const char* fn, int max_batch, std::size_t n, std::span<const std::int32_t> rows);
 
 // Single-threaded CPU backend; all scratch is allocated here, none in the step.
 std::unique_ptr<Backend> make_cpu_backend(int max_batch);

@@ -154,6 +154,12 @@ Session::Session(MPI_Comm comm, ParamLayout layout, Options options)
     MPI_Comm_size(node, &node_size);
     int servers_only = roles_.is_server() ? 1 : 0;  // (every rank on the node a server)
     ASYNCPS_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &servers_only, 1, MPI_INT, MPI_MIN, node));
+    int worker = roles_.is_server() ? 0 : 1, before = 0;  // workers of lower node rank
+    ASYNCPS_MPI_CHECK(MPI_Exscan(&worker, &before, 1, MPI_INT, MPI_SUM, node));
+    ASYNCPS_MPI_CHECK(MPI_Allreduce(&worker, &node_workers_, 1, MPI_INT, MPI_SUM, node));
+    int node_rank = 0;
+    MPI_Comm_rank(node, &node_rank);
+    node_worker_index_ = worker == 0 ? -1 : node_rank == 0 ? 0 : before;  // (Exscan leaves rank 0's undefined)
     MPI_Comm_free(&node);
     node_no_workers_ = servers_only == 1;
     single_node_ = node_size == size;

@@ -67,6 +67,13 @@ void WorkerClient::finish() {
 bool WorkerClient::finished() const noexcept { return impl_->finished(); }
 const WorkerStats& WorkerClient::stats() const noexcept { return impl_->stats(); }
 int WorkerClient::worker_index() const noexcept { return impl_->worker_index(); }
+void WorkerClient::note_span(const char* name, std::chrono::steady_clock::time_point begin,
+                             std::chrono::steady_clock::time_point end) noexcept {
+  try {
+    impl_->timeline().span(name, begin, end);
+  } catch (...) {  // a trace without this span, rather than a failed step
+  }
+}
 detail::WorkerTransport& WorkerClient::transport() noexcept { return *impl_; }
 
 }  // namespace asyncps

@@ -1,33 +1,29 @@
-// GPU backend of the MNIST CNN: cuDNN convolutions and max-pooling, cuBLAS for the fc layer, a few
-// small kernels (kernels.cu) for biases, softmax cross-entropy and the filter layout changes.
+// GPU backend of the MNIST CNN. Two kernel sets behind one step (GpuOptions::kernels):
+//   fused  the project's kernels (fused_kernels.cu, arithmetic in fused_math.h): conv+bias+pool in
+//          one pass per layer, fc, softmax cross-entropy, the backward passes through the pooling
+//          argmax (the conv gradients dc1, dc2 are never stored) and the weight gradients as
+//          chunked partial sums reduced in a fixed order: 8 kernels a step, no library calls.
+//   cudnn  cuDNN convolutions and max-pooling, cuBLAS for the fc layer, small kernels
+//          (kernels.cu) for biases, softmax cross-entropy and the filter layout changes. Its
+//          filters: the arena's HWIO [3,3,I,O] transposed to cuDNN's KRSC [O,3,3,I] each step and
+//          the filter gradients back; fc_w [784,10] row-major is read by cuBLAS (column-major) as
+//          its transpose, without copies.
+// Activations are NHWC like the CPU backend and the arena.
 //
-// Layouts. Activations are NHWC like the CPU backend and the arena (CUDNN_TENSOR_NHWC), so the
-// pool2 output (B,7,7,16) is already the (B,784) fc input in (h,w,c) order. The arena's conv
-// filters are HWIO [3,3,I,O]; cuDNN's filter format for NHWC tensors is KRSC [O,3,3,I]
-// (cudnnSetFilter4dDescriptor with CUDNN_TENSOR_NHWC). Each step transposes the two filters
-// (HWIO seen as a (9*I, O) matrix -> (O, 9*I)) into device scratch, and transposes the two filter
-// gradients back (KRSC -> HWIO) into the device gradient arena. fc_w [784,10] row-major is read by
-// cuBLAS (column-major) as its transpose, without copies.
+// A step, all on one stream: params (pinned staging) -> device; the batch -> device (the images
+// and labels, or with a resident dataset only the row list: set_dataset uploaded the images once);
+// forward, backward; the gradient arena and the mean loss (one buffer) -> pinned staging; one
+// synchronisation. With GpuOptions::graph the step of each (batch size, batch source) is captured
+// once as a CUDA graph and replayed: one launch a step. Nothing is allocated in a step.
 //
-// Step (all on stream compute_, except the batch upload):
-//   host: params -> pinned staging; H2D on compute_; transpose filters to KRSC
-//   host: x, labels -> pinned staging; H2D on copy_, event x_ready_; compute_ waits for it, so
-//         the batch upload overlaps the params upload and the filter transposes
-//   conv1 (cudnnConvolutionForward) + bias (cudnnAddTensor) -> c1 (B,28,28,8); pool -> p1 (B,14,14,8)
-//   conv2 + bias -> c2 (B,14,14,16); pool -> p2 (B,7,7,16) = (B,784)
-//   fc: sgemm -> logits (B,10) + bias kernel; softmax-xent kernel -> per-sample loss, dlogits
-//   backward: sgemm dWf, bias kernel dbf, sgemm dp2; cudnnPoolingBackward -> dc2; bias kernel db2;
-//     cudnnConvolutionBackwardFilter dW2 (KRSC); cudnnConvolutionBackwardData dp1; pool backward
-//     -> dc1; db1; dW1; transpose dW1, dW2 to HWIO
-//   D2H of the gradient arena and the loss (one copy, into pinned staging), synchronize, copy out.
-//
-// Determinism and precision: convolution algorithms are chosen once per batch size with
-// cudnnGet*Algorithm_v7 (heuristics; no benchmarking, so no buffer is clobbered mid-step), taking
-// the first one that is CUDNN_DETERMINISTIC, needs no more than the workspace allocated in the
-// constructor, and uses plain FP32 FMA math (no TF32 tensor ops, which would miss the CPU backend
-// by ~1e-3). Pooling is CUDNN_POOLING_MAX_DETERMINISTIC; every reduction kernel sums in a fixed
-// order; cuBLAS runs in CUBLAS_DEFAULT_MATH (FP32, no TF32).
+// Determinism and precision: every sum runs in a fixed order (no atomics), so a step gives
+// bit-identical results run to run. cudnn: convolution algorithms are chosen once per batch size
+// with cudnnGet*Algorithm_v7 (heuristics; no benchmarking, so no buffer is clobbered mid-step),
+// taking the first one that is CUDNN_DETERMINISTIC, needs no more than the workspace allocated in
+// the constructor, and uses plain FP32 FMA math (no TF32, which would miss the CPU backend by ~1e-3);
+// pooling is CUDNN_POOLING_MAX_DETERMINISTIC; cuBLAS runs in CUBLAS_DEFAULT_MATH (FP32).
 #include <algorithm>
+#include <cmath>
 #include <array>
 #include <cstring>
 #include <stdexcept>
@@ -37,6 +33,8 @@
 #include "nn/backend_args.h"
 #include "nn/gpu/cuda_check.h"
 #include "nn/gpu/gpu_backend.h"
+#include "nn/gpu/fused_kernels.h"
+#include "nn/gpu/fused_math.h"
 #include "nn/gpu/kernels.h"
 #include "nn/error.h"
 
@@ -49,6 +47,8 @@ using namespace gpu;
 constexpr std::size_t kW1 = mnist_cnn_offset(kConv1W), kB1 = mnist_cnn_offset(kConv1B),
                       kW2 = mnist_cnn_offset(kConv2W), kB2 = mnist_cnn_offset(kConv2B),
                       kWf = mnist_cnn_offset(kFcW), kBf = mnist_cnn_offset(kFcB);
+static_assert(fused::kW1 == kW1 && fused::kB1 == kB1 && fused::kW2 == kW2 && fused::kB2 == kB2 &&
+              fused::kWf == kWf && fused::kBf == kBf && fused::kParams == kMnistCnnParams);
 constexpr int kC1 = 8, kC2 = 16;                  // conv output channels
 constexpr int kS1 = 28 * 28, kS2 = 14 * 14, kS3 = 7 * 7;  // spatial sizes per sample
 constexpr int kFcIn = kS3 * kC2;
@@ -121,18 +121,227 @@ ConvDesc make_conv_3x3_same() {
 
 class GpuBackend final : public Backend {
  public:
-  GpuBackend(int max_batch, int device) : max_batch_(max_batch), device_(device), algos_(max_batch + 1) {
+  GpuBackend(int max_batch, int device, GpuOptions options)
+      : max_batch_(max_batch), device_(device), options_(options), algos_(max_batch + 1) {
     CUDA_CHECK(cudaSetDevice(device_));
     {
       cudaStream_t s = nullptr;
       CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
       compute_.reset(s);
-      CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-      copy_.reset(s);
       cudaEvent_t e = nullptr;
-      CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
-      x_ready_.reset(e);
+      CUDA_CHECK(cudaEventCreate(&e));
+      step_begin_.reset(e);
+      CUDA_CHECK(cudaEventCreate(&e));
+      step_end_.reset(e);
     }
+    for (auto& g : graphs_) g.resize(static_cast<std::size_t>(max_batch_) + 1);
+    const std::size_t B = static_cast<std::size_t>(max_batch_);
+    d_params_ = DeviceArray<float>(kMnistCnnParams);
+    d_grad_loss_ = DeviceArray<float>(kMnistCnnParams + 1);  // gradient arena, then the mean loss
+    d_x_ = DeviceArray<float>(B * kImagePixels);
+    d_labels_ = DeviceArray<std::uint8_t>(B);
+    d_rows_ = DeviceArray<std::int32_t>(B);
+    d_iota_ = DeviceArray<std::int32_t>(B);
+    CUDA_CHECK(launch_iota(d_iota_.get(), max_batch_, compute_.get()));
+    h_params_ = PinnedArray<float>(kMnistCnnParams);
+    h_x_ = PinnedArray<float>(B * kImagePixels);
+    h_labels_ = PinnedArray<std::uint8_t>(B);
+    h_rows_ = PinnedArray<std::int32_t>(B);
+    h_out_ = PinnedArray<float>(std::max<std::size_t>(kMnistCnnParams + 1, B * kClasses));
+    if (options_.kernels == GpuKernels::fused) {
+      d_p1_ = DeviceArray<float>(B * fused::kP1);
+      d_dp1_ = DeviceArray<float>(B * fused::kP1);
+      d_a1_ = DeviceArray<std::uint8_t>(B * fused::kP1);
+      d_p2_ = DeviceArray<float>(B * fused::kP2);
+      d_dp2_ = DeviceArray<float>(B * fused::kP2);
+      d_a2_ = DeviceArray<std::uint8_t>(B * fused::kP2);
+      d_logits_ = DeviceArray<float>(B * kClasses);
+      d_dlogits_ = DeviceArray<float>(B * kClasses);
+      d_loss_ = DeviceArray<float>(B);
+      d_partial_ = DeviceArray<float>(static_cast<std::size_t>(fused::partial_floats(max_batch_)));
+    } else {
+      init_cudnn();
+    }
+    CUDA_CHECK(cudaStreamSynchronize(compute_.get()));
+  }
+
+  ~GpuBackend() override {
+    if (compute_) (void)cudaStreamSynchronize(compute_.get());
+  }
+
+  const char* name() const override { return options_.kernels == GpuKernels::fused ? "gpu" : "gpu-cudnn"; }
+  int max_batch() const override { return max_batch_; }
+  double last_step_device_seconds() const override { return last_step_seconds_; }
+
+  float loss_and_grad(std::span<const float> params, std::span<const float> x,
+                      std::span<const std::uint8_t> labels, std::span<float> grad) override {
+    const int B = check_step_args("loss_and_grad", max_batch_, params, x, labels, grad);
+    std::memcpy(h_params_.get(), params.data(), params.size_bytes());
+    std::memcpy(h_x_.get(), x.data(), x.size_bytes());
+    std::memcpy(h_labels_.get(), labels.data(), labels.size_bytes());
+    return run_step(B, kHostBatch, grad);
+  }
+
+  void set_dataset(std::span<const float> images, std::span<const std::uint8_t> labels) override {
+    const std::size_t n = check_dataset(images, labels);
+    CUDA_CHECK(cudaSetDevice(device_));
+    CUDA_CHECK(cudaStreamSynchronize(compute_.get()));
+    for (auto& g : graphs_[kResident]) g.reset();  // they name the old dataset's memory
+    data_rows_ = 0;
+    d_data_u8_ = {};
+    d_data_f32_ = {};
+    // bytes when every pixel is exactly byte/255 (what the device reads back), else floats
+    std::vector<std::uint8_t> bytes(images.size());
+    bool exact = true;
+    for (std::size_t i = 0; i < images.size() && exact; ++i) {
+      const long k = std::lround(static_cast<double>(images[i]) * 255.0);
+      exact = k >= 0 && k <= 255 && fused::pixel(static_cast<std::uint8_t>(k)) == images[i];
+      bytes[i] = static_cast<std::uint8_t>(k);
+    }
+    if (exact) {
+      d_data_u8_ = DeviceArray<std::uint8_t>(images.size());
+      CUDA_CHECK(cudaMemcpy(d_data_u8_.get(), bytes.data(), bytes.size(), cudaMemcpyHostToDevice));
+    } else {
+      d_data_f32_ = DeviceArray<float>(images.size());
+      CUDA_CHECK(cudaMemcpy(d_data_f32_.get(), images.data(), images.size_bytes(), cudaMemcpyHostToDevice));
+    }
+    d_data_labels_ = DeviceArray<std::uint8_t>(n);
+    CUDA_CHECK(cudaMemcpy(d_data_labels_.get(), labels.data(), n, cudaMemcpyHostToDevice));
+    data_rows_ = n;
+  }
+
+  float loss_and_grad_rows(std::span<const float> params, std::span<const std::int32_t> rows,
+                           std::span<float> grad) override {
+    const int B = check_rows("loss_and_grad_rows", max_batch_, data_rows_, rows);
+    if (params.size() != kMnistCnnParams || grad.size() != kMnistCnnParams)
+      throw Error("loss_and_grad_rows: params and grad must have " + std::to_string(kMnistCnnParams) +
+                  " floats, got " + std::to_string(params.size()) + " and " + std::to_string(grad.size()));
+    std::memcpy(h_params_.get(), params.data(), params.size_bytes());
+    std::memcpy(h_rows_.get(), rows.data(), rows.size_bytes());
+    return run_step(B, kResident, grad);
+  }
+
+  void forward(std::span<const float> params, std::span<const float> x, std::span<float> logits) override {
+    const int B = check_forward_args("forward", max_batch_, params, x);
+    if (logits.size() != static_cast<std::size_t>(B) * kClasses)
+      throw Error("forward: logits has " + std::to_string(logits.size()) +
+                                  " floats, expected " + std::to_string(B * kClasses));
+    if (B == 0) return;
+    CUDA_CHECK(cudaSetDevice(device_));
+    cudaStream_t s = compute_.get();
+    std::memcpy(h_params_.get(), params.data(), params.size_bytes());
+    std::memcpy(h_x_.get(), x.data(), x.size_bytes());
+    CUDA_CHECK(cudaMemcpyAsync(d_params_.get(), h_params_.get(), params.size_bytes(), cudaMemcpyHostToDevice, s));
+    CUDA_CHECK(cudaMemcpyAsync(d_x_.get(), h_x_.get(), x.size_bytes(), cudaMemcpyHostToDevice, s));
+    if (options_.kernels == GpuKernels::fused) {
+      CUDA_CHECK(launch_fused_forward(B, BatchSource<float>{d_x_.get(), nullptr, d_iota_.get()}, d_params_.get(),
+                                      scratch(), s));
+    } else {
+      const StepAlgos& a = prepare(B);
+      transpose_filters();
+      run_forward(B, a);
+    }
+    CUDA_CHECK(cudaMemcpyAsync(h_out_.get(), d_logits_.get(), logits.size_bytes(), cudaMemcpyDeviceToHost, s));
+    CUDA_CHECK(cudaStreamSynchronize(s));
+    std::memcpy(logits.data(), h_out_.get(), logits.size_bytes());
+  }
+
+ private:
+  enum Source { kHostBatch, kResident, kSources };
+
+  FusedScratch scratch() const {
+    return FusedScratch{d_p1_.get(), d_p2_.get(), d_logits_.get(), d_loss_.get(), d_dlogits_.get(),
+                        d_dp2_.get(), d_dp1_.get(), d_partial_.get(), d_a1_.get(), d_a2_.get()};
+  }
+
+  // The staged step (h_params_, and h_x_/h_labels_ or h_rows_) on the device: as a graph when
+  // options_.graph, else enqueued call by call; the gradient and mean loss out.
+  float run_step(int B, Source src, std::span<float> grad) {
+    CUDA_CHECK(cudaSetDevice(device_));
+    if (options_.kernels == GpuKernels::cudnn) prepare(B);
+    cudaStream_t s = compute_.get();
+    CUDA_CHECK(cudaEventRecord(step_begin_.get(), s));
+    if (options_.graph) {
+      GraphExec& g = graphs_[src][static_cast<std::size_t>(B)];
+      if (!g) g = capture(B, src);
+      CUDA_CHECK(cudaGraphLaunch(g.get(), s));
+    } else {
+      enqueue_step(B, src);
+    }
+    CUDA_CHECK(cudaEventRecord(step_end_.get(), s));
+    CUDA_CHECK(cudaEventSynchronize(step_end_.get()));
+    float ms = 0.0f;
+    CUDA_CHECK(cudaEventElapsedTime(&ms, step_begin_.get(), step_end_.get()));
+    last_step_seconds_ = 1e-3 * ms;
+    std::memcpy(grad.data(), h_out_.get(), kMnistCnnParams * sizeof(float));
+    return h_out_.get()[kMnistCnnParams];
+  }
+
+  // The step of (B, src) recorded once into a graph (nothing runs while it is captured).
+  GraphExec capture(int B, Source src) {
+    cudaStream_t s = compute_.get();
+    CUDA_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+    try {
+      enqueue_step(B, src);
+    } catch (...) {
+      cudaGraph_t partial = nullptr;
+      (void)cudaStreamEndCapture(s, &partial);  // leaves the stream out of capture mode
+      if (partial) (void)cudaGraphDestroy(partial);
+      (void)cudaGetLastError();
+      throw;
+    }
+    cudaGraph_t raw = nullptr;
+    CUDA_CHECK(cudaStreamEndCapture(s, &raw));
+    Graph graph(raw);
+    cudaGraphExec_t exec = nullptr;
+    CUDA_CHECK(cudaGraphInstantiate(&exec, graph.get(), 0));
+    return GraphExec(exec);
+  }
+
+  // Every operation of one step, in order, on compute_.
+  void enqueue_step(int B, Source src) {
+    cudaStream_t s = compute_.get();
+    const auto nb = static_cast<std::size_t>(B);
+    CUDA_CHECK(cudaMemcpyAsync(d_params_.get(), h_params_.get(), kMnistCnnParams * sizeof(float),
+                               cudaMemcpyHostToDevice, s));
+    if (src == kHostBatch) {
+      CUDA_CHECK(cudaMemcpyAsync(d_x_.get(), h_x_.get(), nb * kImagePixels * sizeof(float), cudaMemcpyHostToDevice, s));
+      CUDA_CHECK(cudaMemcpyAsync(d_labels_.get(), h_labels_.get(), nb, cudaMemcpyHostToDevice, s));
+      enqueue_compute(B, BatchSource<float>{d_x_.get(), d_labels_.get(), d_iota_.get()});
+    } else {
+      CUDA_CHECK(cudaMemcpyAsync(d_rows_.get(), h_rows_.get(), nb * sizeof(std::int32_t), cudaMemcpyHostToDevice, s));
+      if (d_data_u8_.get())
+        enqueue_compute(B, BatchSource<std::uint8_t>{d_data_u8_.get(), d_data_labels_.get(), d_rows_.get()});
+      else
+        enqueue_compute(B, BatchSource<float>{d_data_f32_.get(), d_data_labels_.get(), d_rows_.get()});
+    }
+    CUDA_CHECK(cudaMemcpyAsync(h_out_.get(), d_grad_loss_.get(), (kMnistCnnParams + 1) * sizeof(float),
+                               cudaMemcpyDeviceToHost, s));
+  }
+
+  // Forward and backward of batch B read from `in`, into d_grad_loss_.
+  template <class T>
+  void enqueue_compute(int B, BatchSource<T> in) {
+    cudaStream_t s = compute_.get();
+    float* G = d_grad_loss_.get();
+    if (options_.kernels == GpuKernels::fused) {
+      CUDA_CHECK(launch_fused_forward(B, in, d_params_.get(), scratch(), s));
+      CUDA_CHECK(launch_fused_backward(B, in, d_params_.get(), scratch(), G, s));
+      return;
+    }
+    const StepAlgos& a = algos_[static_cast<std::size_t>(B)];
+    if (in.rows != d_iota_.get()) CUDA_CHECK(launch_gather(B, in, d_x_.get(), d_labels_.get(), s));
+    transpose_filters();
+    run_forward(B, a);
+    CUDA_CHECK(launch_softmax_xent(d_logits_.get(), d_labels_.get(), B, d_dlogits_.get(), d_loss_.get(), s));
+    CUDA_CHECK(launch_mean(d_loss_.get(), B, G + kMnistCnnParams, s));
+    run_backward(B, a);
+  }
+
+  // ---- the cuDNN path ---------------------------------------------------------------------------
+
+  void init_cudnn() {
+    const std::size_t B = static_cast<std::size_t>(max_batch_);
     {
       cudnnHandle_t h = nullptr;
       CUDNN_CHECK(cudnnCreate(&h));
@@ -144,6 +353,9 @@ class GpuBackend final : public Backend {
       CUBLAS_CHECK(cublasSetStream(b, compute_.get()));
       CUBLAS_CHECK(cublasSetMathMode(b, CUBLAS_DEFAULT_MATH));
       CUBLAS_CHECK(cublasSetPointerMode(b, CUBLAS_POINTER_MODE_HOST));
+      // a workspace of its own, so that a captured step allocates nothing
+      cublas_workspace_ = DeviceArray<unsigned char>(std::size_t{4} << 20);
+      CUBLAS_CHECK(cublasSetWorkspace(b, cublas_workspace_.get(), cublas_workspace_.bytes()));
     }
     x_desc_ = make_tensor_desc();
     c1_desc_ = make_tensor_desc();
@@ -168,16 +380,10 @@ class GpuBackend final : public Backend {
     }
     set_batch(max_batch_);
     check_output_dims();
-
-    const std::size_t B = static_cast<std::size_t>(max_batch_);
-    d_params_ = DeviceArray<float>(kMnistCnnParams);
     d_w1k_ = DeviceArray<float>(kB1 - kW1);
     d_w2k_ = DeviceArray<float>(kB2 - kW2);
     d_dw1k_ = DeviceArray<float>(kB1 - kW1);
     d_dw2k_ = DeviceArray<float>(kB2 - kW2);
-    d_grad_loss_ = DeviceArray<float>(kMnistCnnParams + 1);  // gradient arena, then the mean loss
-    d_x_ = DeviceArray<float>(B * kImagePixels);
-    d_labels_ = DeviceArray<std::uint8_t>(B);
     d_c1_ = DeviceArray<float>(B * kS1 * kC1);
     d_dc1_ = DeviceArray<float>(B * kS1 * kC1);
     d_p1_ = DeviceArray<float>(B * kS2 * kC1);
@@ -191,11 +397,6 @@ class GpuBackend final : public Backend {
     d_loss_ = DeviceArray<float>(B);
     d_partial_ = DeviceArray<float>(static_cast<std::size_t>(bias_grad_partial_blocks(static_cast<long>(B) * kS1)) *
                                     kC2);
-    h_params_ = PinnedArray<float>(kMnistCnnParams);
-    h_x_ = PinnedArray<float>(B * kImagePixels);
-    h_labels_ = PinnedArray<std::uint8_t>(B);
-    h_out_ = PinnedArray<float>(std::max<std::size_t>(kMnistCnnParams + 1, B * kClasses));
-
     // Algorithms for max_batch decide the workspace size, allocated once here.
     ws_limit_ = kWorkspaceCap;
     StepAlgos& a = choose_algos(max_batch_);
@@ -206,54 +407,18 @@ class GpuBackend final : public Backend {
     workspace_ = DeviceArray<unsigned char>(ws_limit_);
   }
 
-  ~GpuBackend() override {
-    if (compute_) (void)cudaStreamSynchronize(compute_.get());
-    if (copy_) (void)cudaStreamSynchronize(copy_.get());
-  }
-
-  const char* name() const override { return "gpu"; }
-  int max_batch() const override { return max_batch_; }
-
-  float loss_and_grad(std::span<const float> params, std::span<const float> x,
-                      std::span<const std::uint8_t> labels, std::span<float> grad) override {
-    const int B = check_step_args("loss_and_grad", max_batch_, params, x, labels, grad);
-
-    const StepAlgos& a = prepare(B);
-    upload(params, x, labels);
-    run_forward(B, a);
-    cudaStream_t s = compute_.get();
-    float* G = d_grad_loss_.get();
-    CUDA_CHECK(launch_softmax_xent(d_logits_.get(), d_labels_.get(), B, d_dlogits_.get(), d_loss_.get(), s));
-    CUDA_CHECK(launch_mean(d_loss_.get(), B, G + kMnistCnnParams, s));
-    run_backward(B, a);
-    CUDA_CHECK(cudaMemcpyAsync(h_out_.get(), G, (kMnistCnnParams + 1) * sizeof(float), cudaMemcpyDeviceToHost, s));
-    CUDA_CHECK(cudaStreamSynchronize(s));
-    std::memcpy(grad.data(), h_out_.get(), kMnistCnnParams * sizeof(float));
-    return h_out_.get()[kMnistCnnParams];
-  }
-
-  void forward(std::span<const float> params, std::span<const float> x, std::span<float> logits) override {
-    const int B = check_forward_args("forward", max_batch_, params, x);
-    if (logits.size() != static_cast<std::size_t>(B) * kClasses)
-      throw Error("forward: logits has " + std::to_string(logits.size()) +
-                                  " floats, expected " + std::to_string(B * kClasses));
-    if (B == 0) return;
-    const StepAlgos& a = prepare(B);
-    upload(params, x, {});
-    run_forward(B, a);
-    cudaStream_t s = compute_.get();
-    CUDA_CHECK(cudaMemcpyAsync(h_out_.get(), d_logits_.get(), logits.size_bytes(), cudaMemcpyDeviceToHost, s));
-    CUDA_CHECK(cudaStreamSynchronize(s));
-    std::memcpy(logits.data(), h_out_.get(), logits.size_bytes());
-  }
-
- private:
-
-  // Makes device_ current, sets the tensor descriptors to batch B, returns B's algorithms.
+  // Sets the tensor descriptors to batch B, returns B's algorithms (chosen once).
   const StepAlgos& prepare(int B) {
-    CUDA_CHECK(cudaSetDevice(device_));
     set_batch(B);
     return algos_[B].chosen ? algos_[B] : choose_algos(B);
+  }
+
+  // The filters HWIO -> KRSC for cuDNN.
+  void transpose_filters() {
+    cudaStream_t s = compute_.get();
+    const float* P = d_params_.get();
+    CUDA_CHECK(launch_transpose(P + kW1, d_w1k_.get(), 9 * 1, kC1, s));    // HWIO (9,8) -> KRSC (8,9)
+    CUDA_CHECK(launch_transpose(P + kW2, d_w2k_.get(), 9 * kC1, kC2, s));  // HWIO (72,16) -> KRSC (16,72)
   }
 
   void set_batch(int B) {
@@ -311,26 +476,6 @@ class GpuBackend final : public Backend {
     }
     a.chosen = true;
     return a;
-  }
-
-  // params -> device (compute_) and filters -> KRSC; x (and labels) -> device on copy_, which
-  // compute_ waits for before the first convolution.
-  void upload(std::span<const float> params, std::span<const float> x, std::span<const std::uint8_t> labels) {
-    cudaStream_t s = compute_.get(), c = copy_.get();
-    std::memcpy(h_params_.get(), params.data(), params.size_bytes());
-    CUDA_CHECK(cudaMemcpyAsync(d_params_.get(), h_params_.get(), params.size_bytes(), cudaMemcpyHostToDevice, s));
-    const float* P = d_params_.get();
-    CUDA_CHECK(launch_transpose(P + kW1, d_w1k_.get(), 9 * 1, kC1, s));    // HWIO (9,8) -> KRSC (8,9)
-    CUDA_CHECK(launch_transpose(P + kW2, d_w2k_.get(), 9 * kC1, kC2, s));  // HWIO (72,16) -> KRSC (16,72)
-    // The host copies below run while the GPU uploads and transposes the parameters.
-    std::memcpy(h_x_.get(), x.data(), x.size_bytes());
-    CUDA_CHECK(cudaMemcpyAsync(d_x_.get(), h_x_.get(), x.size_bytes(), cudaMemcpyHostToDevice, c));
-    if (!labels.empty()) {
-      std::memcpy(h_labels_.get(), labels.data(), labels.size_bytes());
-      CUDA_CHECK(cudaMemcpyAsync(d_labels_.get(), h_labels_.get(), labels.size_bytes(), cudaMemcpyHostToDevice, c));
-    }
-    CUDA_CHECK(cudaEventRecord(x_ready_.get(), c));
-    CUDA_CHECK(cudaStreamWaitEvent(s, x_ready_.get(), 0));
   }
 
   void conv_forward(const TensorDesc& xd, const float* x, const FilterDesc& wd, const float* w, const ConvDesc& cd,
@@ -406,25 +551,32 @@ class GpuBackend final : public Backend {
   }
 
   int max_batch_, device_;
+  GpuOptions options_;
   int batch_ = -1;  // the batch the tensor descriptors are set to
   std::vector<StepAlgos> algos_;  // indexed by batch size
   std::size_t ws_limit_ = 0;
-  // Declared first, destroyed last: streams, event, library handles.
-  Stream compute_, copy_;
-  Event x_ready_;
+  double last_step_seconds_ = -1.0;
+  std::size_t data_rows_ = 0;  // the resident dataset's size (0: none)
+  // Declared first, destroyed last: stream, events, library handles.
+  Stream compute_;
+  Event step_begin_, step_end_;
   CudnnHandle cudnn_;
   CublasHandle cublas_;
   TensorDesc x_desc_, c1_desc_, p1_desc_, c2_desc_, p2_desc_, b1_desc_, b2_desc_;
   FilterDesc w1_desc_, w2_desc_;  // KRSC
   ConvDesc conv1_, conv2_;
   PoolDesc pool_;
-  DeviceArray<unsigned char> workspace_;
+  DeviceArray<unsigned char> workspace_, cublas_workspace_;
   DeviceArray<float> d_params_, d_w1k_, d_w2k_, d_dw1k_, d_dw2k_, d_grad_loss_, d_x_;
-  DeviceArray<std::uint8_t> d_labels_;
+  DeviceArray<std::uint8_t> d_labels_, d_a1_, d_a2_, d_data_u8_, d_data_labels_;
+  DeviceArray<std::int32_t> d_rows_, d_iota_;
   DeviceArray<float> d_c1_, d_dc1_, d_p1_, d_dp1_, d_c2_, d_dc2_, d_p2_, d_dp2_, d_logits_, d_dlogits_, d_loss_,
-      d_partial_;
+      d_partial_, d_data_f32_;
   PinnedArray<float> h_params_, h_x_, h_out_;
   PinnedArray<std::uint8_t> h_labels_;
+  PinnedArray<std::int32_t> h_rows_;
+  // Graphs last: destroyed first. [source][batch size]; empty until that step first runs.
+  std::vector<GraphExec> graphs_[kSources];
 };
 
 }  // namespace
@@ -441,7 +593,7 @@ int gpu_device_count() noexcept {
   return n;
 }
 
-std::unique_ptr<Backend> make_gpu_backend(int max_batch, int device) {
+std::unique_ptr<Backend> make_gpu_backend(int max_batch, int device, GpuOptions options) {
   if (max_batch <= 0)
     throw Error("make_gpu_backend: max_batch must be positive, got " + std::to_string(max_batch));
   const int n = gpu_device_count();
@@ -449,7 +601,7 @@ std::unique_ptr<Backend> make_gpu_backend(int max_batch, int device) {
   if (device < 0 || device >= n)
     throw Error("make_gpu_backend: device " + std::to_string(device) + " not in 0.." +
                                 std::to_string(n - 1));
-  return std::make_unique<GpuBackend>(max_batch, device);
+  return std::make_unique<GpuBackend>(max_batch, device, options);
 }
 
 }  // namespace asyncps::nn

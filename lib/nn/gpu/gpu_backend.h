@@ -4,6 +4,7 @@
 // without CUDA (ASYNCPS_CUDA_ENABLED off) the definitions come from gpu_stub.cpp.
 #pragma once
 #include <memory>
+#include <string>
 
 #include "nn/mnist_cnn.h"
 #include "nn/error.h"
@@ -17,10 +18,27 @@ bool gpu_backend_built() noexcept;
 // no driver, no device, or CUDA_VISIBLE_DEVICES hides them all. Never throws.
 int gpu_device_count() noexcept;
 
+// The kernels a GPU step runs. fused: the project's own (conv+bias+pool in one pass per layer,
+// the backward passes through the pooling argmax, weight gradients as fixed-order chunked sums;
+// 8 kernels a step, no library calls). cudnn: cuDNN convolutions and pooling, cuBLAS for the fc
+// layer (about 20 kernels a step), kept to compare against.
+enum class GpuKernels { fused, cudnn };
+
+struct GpuOptions {
+  GpuKernels kernels = GpuKernels::fused;
+  // Each (batch size, batch source) step is captured once as a CUDA graph and replayed: one
+  // launch and one synchronisation a step. false: every call enqueued one by one (to compare).
+  bool graph = true;
+};
+
 // A backend on CUDA device `device` (0 <= device < gpu_device_count()) whose scratch, workspace
-// and staging buffers are sized for batches of up to max_batch. Throws nn::Error on a
-// bad max_batch or device, std::runtime_error when the build has no GPU backend or a CUDA/cuDNN/
-// cuBLAS call fails (what() names the call, the status string and file:line).
-std::unique_ptr<Backend> make_gpu_backend(int max_batch, int device = 0);
+// and staging buffers are sized for batches of up to max_batch. name(): "gpu" (fused kernels) or
+// "gpu-cudnn". Throws nn::Error on a bad max_batch or device, when the build has no GPU backend,
+// or when a CUDA/cuDNN/cuBLAS call fails (what() names the call, the status string and file:line).
+std::unique_ptr<Backend> make_gpu_backend(int max_batch, int device = 0, GpuOptions options = {});
+
+// "fused" / "cudnn"; parse_gpu_kernels throws nn::Error naming the choices on anything else.
+const char* gpu_kernels_name(GpuKernels k) noexcept;
+GpuKernels parse_gpu_kernels(const std::string& name);
 
 }  // namespace asyncps::nn

@@ -10,7 +10,7 @@ bool gpu_backend_built() noexcept { return false; }
 
 int gpu_device_count() noexcept { return 0; }
 
-std::unique_ptr<Backend> make_gpu_backend(int /*max_batch*/, int /*device*/) {
+std::unique_ptr<Backend> make_gpu_backend(int /*max_batch*/, int /*device*/, GpuOptions /*options*/) {
   throw Error(
       "make_gpu_backend: this build has no GPU backend (CUDA and cuDNN were not found when it was "
       "configured)");

@@ -1,0 +1,122 @@
+// The fused step's kernels: each is fused_math.h's per-element function over a 1-D grid.
+// Deterministic: no atomics; every sum runs in a fixed order (chunked partials, then a fixed-order
+// reduction), so a step gives bit-identical results run to run.
+#include "nn/gpu/fused_kernels.h"
+#include "nn/gpu/fused_math.h"
+
+namespace asyncps::nn::gpu {
+namespace {
+
+namespace f = ::asyncps::nn::fused;
+constexpr int kThreads = 128;
+
+int blocks_for(long n) { return static_cast<int>((n + kThreads - 1) / kThreads); }
+
+template <class T>
+__global__ void conv1_pool_kernel(long n, BatchSource<T> src, const float* __restrict__ P, float* __restrict__ p1,
+                                  std::uint8_t* __restrict__ a1) {
+  const long i = static_cast<long>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < n) f::conv1_pool(i, src.X, src.rows, P, p1, a1);
+}
+
+__global__ void conv2_pool_kernel(long n, const float* __restrict__ p1, const float* __restrict__ P,
+                                  float* __restrict__ p2, std::uint8_t* __restrict__ a2) {
+  const long i = static_cast<long>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < n) f::conv2_pool(i, p1, P, p2, a2);
+}
+
+__global__ void fc_kernel(long n, const float* __restrict__ p2, const float* __restrict__ P, float* __restrict__ logits) {
+  const long i = static_cast<long>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < n) f::fc(i, p2, P, logits);
+}
+
+template <class T>
+__global__ void xent_kernel(int B, BatchSource<T> src, const float* __restrict__ logits, float* __restrict__ loss,
+                            float* __restrict__ dlogits) {
+  const long b = static_cast<long>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (b < B) f::xent(b, B, logits, src.labels, src.rows, loss, dlogits);
+}
+
+__global__ void fc_back_kernel(long n, const float* __restrict__ dlogits, const float* __restrict__ P,
+                               float* __restrict__ dp2) {
+  const long i = static_cast<long>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < n) f::fc_back(i, dlogits, P, dp2);
+}
+
+__global__ void conv2_back_kernel(long n, const float* __restrict__ dp2, const std::uint8_t* __restrict__ a2,
+                                  const float* __restrict__ P, float* __restrict__ dp1) {
+  const long i = static_cast<long>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < n) f::conv2_back(i, dp2, a2, P, dp1);
+}
+
+template <class T>
+__global__ void wgrad_kernel(long n, int B, BatchSource<T> src, FusedScratch s) {
+  const long t = static_cast<long>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (t < n) f::wgrad_partial(t, B, src.X, src.rows, s.p1, s.a1, s.dp1, s.p2, s.a2, s.dp2, s.dlogits, s.loss, s.partial);
+}
+
+__global__ void reduce_kernel(long n, int B, const float* __restrict__ partial, float* __restrict__ grad_loss) {
+  const long i = static_cast<long>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < n) f::reduce_partials(i, B, partial, grad_loss);
+}
+
+template <class T>
+__global__ void gather_kernel(long n, BatchSource<T> src, float* __restrict__ x, std::uint8_t* __restrict__ y) {
+  const long i = static_cast<long>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < n) f::gather(i, src.X, src.labels, src.rows, x, y);
+}
+
+__global__ void iota_kernel(std::int32_t* out, int n) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) out[i] = i;
+}
+
+}  // namespace
+
+template <class T>
+cudaError_t launch_fused_forward(int B, BatchSource<T> src, const float* params, const FusedScratch& s,
+                                 cudaStream_t stream) {
+  const long n1 = static_cast<long>(B) * f::kP1, n2 = static_cast<long>(B) * f::kP2, nl = static_cast<long>(B) * f::kK;
+  conv1_pool_kernel<T><<<blocks_for(n1), kThreads, 0, stream>>>(n1, src, params, s.p1, s.a1);
+  conv2_pool_kernel<<<blocks_for(n2), kThreads, 0, stream>>>(n2, s.p1, params, s.p2, s.a2);
+  fc_kernel<<<blocks_for(nl), kThreads, 0, stream>>>(nl, s.p2, params, s.logits);
+  return cudaGetLastError();
+}
+
+template <class T>
+cudaError_t launch_fused_backward(int B, BatchSource<T> src, const float* params, const FusedScratch& s,
+                                  float* grad_loss, cudaStream_t stream) {
+  xent_kernel<T><<<blocks_for(B), kThreads, 0, stream>>>(B, src, s.logits, s.loss, s.dlogits);
+  const long n2 = static_cast<long>(B) * f::kP2, n1 = static_cast<long>(B) * f::kP1;
+  fc_back_kernel<<<blocks_for(n2), kThreads, 0, stream>>>(n2, s.dlogits, params, s.dp2);
+  conv2_back_kernel<<<blocks_for(n1), kThreads, 0, stream>>>(n1, s.dp2, s.a2, params, s.dp1);
+  const long np = f::PartialLayout(B).threads();
+  wgrad_kernel<T><<<blocks_for(np), kThreads, 0, stream>>>(np, B, src, s);
+  const long ng = static_cast<long>(f::kParams) + 1;
+  reduce_kernel<<<blocks_for(ng), kThreads, 0, stream>>>(ng, B, s.partial, grad_loss);
+  return cudaGetLastError();
+}
+
+template <class T>
+cudaError_t launch_gather(int B, BatchSource<T> src, float* x, std::uint8_t* y, cudaStream_t stream) {
+  const long n = static_cast<long>(B) * 784;
+  gather_kernel<T><<<blocks_for(n), kThreads, 0, stream>>>(n, src, x, y);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_iota(std::int32_t* out, int n, cudaStream_t stream) {
+  iota_kernel<<<blocks_for(n), kThreads, 0, stream>>>(out, n);
+  return cudaGetLastError();
+}
+
+template cudaError_t launch_fused_forward<float>(int, BatchSource<float>, const float*, const FusedScratch&, cudaStream_t);
+template cudaError_t launch_fused_forward<std::uint8_t>(int, BatchSource<std::uint8_t>, const float*, const FusedScratch&,
+                                                        cudaStream_t);
+template cudaError_t launch_fused_backward<float>(int, BatchSource<float>, const float*, const FusedScratch&, float*,
+                                                  cudaStream_t);
+template cudaError_t launch_fused_backward<std::uint8_t>(int, BatchSource<std::uint8_t>, const float*,
+                                                         const FusedScratch&, float*, cudaStream_t);
+template cudaError_t launch_gather<float>(int, BatchSource<float>, float*, std::uint8_t*, cudaStream_t);
+template cudaError_t launch_gather<std::uint8_t>(int, BatchSource<std::uint8_t>, float*, std::uint8_t*, cudaStream_t);
+
+}  // namespace asyncps::nn::gpu

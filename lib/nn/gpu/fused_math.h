@@ -1,0 +1,325 @@
+// defines: asyncps::nn::fused (the fused GPU step's arithmetic, one output element per call)
+// The MNIST CNN's training step as a few fused passes, each written as "compute output element i"
+// so that the same code runs as a CUDA kernel (fused_kernels.cu: one thread per i) and on the host
+// (tests/nn/test_fused_math.cpp checks it against the CPU backend in a build without a GPU).
+// CUDA-free: under nvcc the functions are __host__ __device__, elsewhere plain inline C++.
+//
+// Shapes (B = batch, NHWC like the arena and the CPU backend):
+//   data    X (N,784) of T (float, or uint8 read as byte/255), labels (N); the batch is rows[0..B)
+//   conv1_pool:  p1 (B,14,14,8), a1 (B,14,14,8) argmax 0..3 in the 2x2 window ((dy,dx) = (k/2,k%2))
+//   conv2_pool:  p2 (B,7,7,16) = (B,784) in (h,w,c) order, a2 (B,7,7,16)
+//   fc:          logits (B,10)
+//   xent:        loss (B), dlogits (B,10) = (softmax - onehot) / B
+//   fc_back:     dp2 (B,784) = dlogits . Wf^T
+//   conv2_back:  dp1 (B,14,14,8): conv2's input gradient through pool2's argmax (dc2 never stored)
+//   weight gradients, in chunks of the batch (deterministic, no atomics): partial[chunk][o] for the
+//     arena's contiguous ranges [conv1_w, conv1_b] (80), [conv2_w, conv2_b] (1168),
+//     [fc_w, fc_b, loss] (7851: the last is the chunk's summed loss), then reduce: a fixed-order
+//     sum over chunks into the gradient arena (and the mean loss after it).
+// Pooling ties: the first maximum in scan order (0,0),(0,1),(1,0),(1,1) wins, as on the CPU.
+#pragma once
+#include <cmath>
+#include <cstdint>
+
+#if defined(__CUDACC__)
+#define ASYNCPS_HD __host__ __device__ __forceinline__
+#else
+#define ASYNCPS_HD inline
+#endif
+
+namespace asyncps::nn::fused {
+
+// Arena offsets (floats). This header stays free of the C++20 model header (nvcc compiles it as
+// C++17); gpu_backend.cpp and the tests static_assert these against mnist_cnn_offset().
+inline constexpr int kW1 = 0, kB1 = 72, kW2 = 80, kB2 = 1232, kWf = 1248, kBf = 9088, kParams = 9098;
+inline constexpr int kC1 = 8, kC2 = 16, kFcIn = 784, kK = 10;
+inline constexpr int kP1 = 14 * 14 * kC1, kP2 = 7 * 7 * kC2;  // pooled floats per sample
+static_assert(kP2 == kFcIn);
+
+// The weight-gradient groups: each a contiguous range of the arena (plus, for fc, one slot for
+// the chunk's loss sum), summed over a chunk of kChunk* samples per partial.
+inline constexpr int kConv1Outs = kW2 - kW1;           // conv1_w (72) + conv1_b (8)
+inline constexpr int kConv2Outs = kWf - kW2;           // conv2_w (1152) + conv2_b (16)
+inline constexpr int kFcOuts = kParams - kWf + 1;  // fc_w, fc_b, loss
+// Samples per partial sum: ~784 terms a thread for the convolutions, 128 for fc.
+inline constexpr int kChunk1 = 4, kChunk2 = 16, kChunkFc = 128;
+ASYNCPS_HD int chunks(int B, int per) { return (B + per - 1) / per; }
+
+ASYNCPS_HD float pixel(float v) { return v; }
+ASYNCPS_HD float pixel(std::uint8_t v) { return static_cast<float>(v) / 255.0f; }
+
+// ---- forward ----------------------------------------------------------------------------------
+
+// i in [0, B*14*14*8): p1[i], a1[i] from image rows[b] of X.
+template <class T>
+ASYNCPS_HD void conv1_pool(long i, const T* __restrict__ X, const std::int32_t* __restrict__ rows,
+                           const float* __restrict__ P, float* __restrict__ p1, std::uint8_t* __restrict__ a1) {
+  const int c = static_cast<int>(i % kC1);
+  const long j = i / kC1;
+  const int px = static_cast<int>(j % 14), py = static_cast<int>((j / 14) % 14);
+  const long b = j / 196;
+  const T* img = X + static_cast<long>(rows[b]) * 784;
+  const float* w = P + kW1;  // HWIO [3][3][1][8]
+  float best = 0.0f;
+  int arg = 0;
+  for (int k = 0; k < 4; ++k) {
+    const int y = 2 * py + k / 2, x = 2 * px + k % 2;
+    float v = 0.0f;
+    for (int ky = 0; ky < 3; ++ky) {
+      const int yy = y + ky - 1;
+      if (yy < 0 || yy >= 28) continue;
+      for (int kx = 0; kx < 3; ++kx) {
+        const int xx = x + kx - 1;
+        if (xx < 0 || xx >= 28) continue;
+        v += pixel(img[yy * 28 + xx]) * w[(ky * 3 + kx) * kC1 + c];
+      }
+    }
+    v += P[kB1 + c];
+    if (k == 0 || v > best) {
+      best = v;
+      arg = k;
+    }
+  }
+  p1[i] = best;
+  a1[i] = static_cast<std::uint8_t>(arg);
+}
+
+// i in [0, B*7*7*16): p2[i], a2[i] from p1.
+ASYNCPS_HD void conv2_pool(long i, const float* __restrict__ p1, const float* __restrict__ P, float* __restrict__ p2,
+                           std::uint8_t* __restrict__ a2) {
+  const int co = static_cast<int>(i % kC2);
+  const long j = i / kC2;
+  const int px = static_cast<int>(j % 7), py = static_cast<int>((j / 7) % 7);
+  const long b = j / 49;
+  const float* in = p1 + b * kP1;  // (14,14,8)
+  const float* w = P + kW2;        // HWIO [3][3][8][16]
+  float best = 0.0f;
+  int arg = 0;
+  for (int k = 0; k < 4; ++k) {
+    const int y = 2 * py + k / 2, x = 2 * px + k % 2;
+    float v = 0.0f;
+    for (int ky = 0; ky < 3; ++ky) {
+      const int yy = y + ky - 1;
+      if (yy < 0 || yy >= 14) continue;
+      for (int kx = 0; kx < 3; ++kx) {
+        const int xx = x + kx - 1;
+        if (xx < 0 || xx >= 14) continue;
+        const float* pin = in + (yy * 14 + xx) * kC1;
+        const float* pw = w + (ky * 3 + kx) * kC1 * kC2 + co;
+        for (int ci = 0; ci < kC1; ++ci) v += pin[ci] * pw[ci * kC2];
+      }
+    }
+    v += P[kB2 + co];
+    if (k == 0 || v > best) {
+      best = v;
+      arg = k;
+    }
+  }
+  p2[i] = best;
+  a2[i] = static_cast<std::uint8_t>(arg);
+}
+
+// i in [0, B*10): logits[i] = fc_b[j] + p2[b,:] . fc_w[:,j].
+ASYNCPS_HD void fc(long i, const float* __restrict__ p2, const float* __restrict__ P, float* __restrict__ logits) {
+  const int j = static_cast<int>(i % kK);
+  const long b = i / kK;
+  const float* x = p2 + b * kFcIn;
+  const float* w = P + kWf + j;  // [784][10]
+  float acc = 0.0f;
+  for (int f = 0; f < kFcIn; ++f) acc += x[f] * w[f * kK];
+  logits[i] = acc + P[kBf + j];
+}
+
+// b in [0, B): loss[b] = logsumexp(z) - z[label], dlogits[b,:] = (softmax(z) - onehot(label)) / B.
+ASYNCPS_HD void xent(long b, int B, const float* __restrict__ logits, const std::uint8_t* __restrict__ labels,
+                     const std::int32_t* __restrict__ rows, float* __restrict__ loss, float* __restrict__ dlogits) {
+  const float* z = logits + b * kK;
+  float m = z[0];
+  for (int c = 1; c < kK; ++c) m = z[c] > m ? z[c] : m;
+  float e[kK], s = 0.0f;
+  for (int c = 0; c < kK; ++c) {
+    e[c] = expf(z[c] - m);
+    s += e[c];
+  }
+  const int label = labels[rows[b]];
+  loss[b] = logf(s) - (z[label] - m);
+  const float inv_s = 1.0f / s, inv_b = 1.0f / static_cast<float>(B);
+  for (int c = 0; c < kK; ++c) dlogits[b * kK + c] = (e[c] * inv_s - (c == label ? 1.0f : 0.0f)) * inv_b;
+}
+
+// ---- backward ---------------------------------------------------------------------------------
+
+// i in [0, B*784): dp2[i] = dlogits[b,:] . fc_w[f,:].
+ASYNCPS_HD void fc_back(long i, const float* __restrict__ dlogits, const float* __restrict__ P, float* __restrict__ dp2) {
+  const int f = static_cast<int>(i % kFcIn);
+  const long b = i / kFcIn;
+  const float* d = dlogits + b * kK;
+  const float* w = P + kWf + f * kK;
+  float acc = 0.0f;
+  for (int j = 0; j < kK; ++j) acc += d[j] * w[j];
+  dp2[i] = acc;
+}
+
+// i in [0, B*14*14*8): dp1[b,y,x,ci] = sum over (ky,kx,co) of dc2[b, y-ky+1, x-kx+1, co] * w2[ky,kx,ci,co],
+// where dc2 is dp2 routed to pool2's argmax (zero elsewhere).
+ASYNCPS_HD void conv2_back(long i, const float* __restrict__ dp2, const std::uint8_t* __restrict__ a2,
+                           const float* __restrict__ P, float* __restrict__ dp1) {
+  const int ci = static_cast<int>(i % kC1);
+  const long j = i / kC1;
+  const int x = static_cast<int>(j % 14), y = static_cast<int>((j / 14) % 14);
+  const long b = j / 196;
+  const float* d = dp2 + b * kP2;
+  const std::uint8_t* a = a2 + b * kP2;
+  const float* w = P + kW2;
+  float acc = 0.0f;
+  for (int ky = 0; ky < 3; ++ky) {
+    const int yy = y - ky + 1;
+    if (yy < 0 || yy >= 14) continue;
+    for (int kx = 0; kx < 3; ++kx) {
+      const int xx = x - kx + 1;
+      if (xx < 0 || xx >= 14) continue;
+      const int cell = ((yy / 2) * 7 + xx / 2) * kC2, k = (yy % 2) * 2 + xx % 2;
+      const float* pw = w + ((ky * 3 + kx) * kC1 + ci) * kC2;
+      for (int co = 0; co < kC2; ++co)
+        if (a[cell + co] == k) acc += d[cell + co] * pw[co];
+    }
+  }
+  dp1[i] = acc;
+}
+
+// Partial o of chunk ch (samples [ch*kChunk1, min(.., B))): o < 72: conv1_w[ky,kx,0,c], o >= 72:
+// conv1_b[c]; through pool1's argmax: dc1 is dp1 at the argmax, zero elsewhere.
+template <class T>
+ASYNCPS_HD float conv1_wgrad(int ch, int o, int B, const T* __restrict__ X, const std::int32_t* __restrict__ rows,
+                             const float* __restrict__ dp1, const std::uint8_t* __restrict__ a1) {
+  const int b0 = ch * kChunk1, b1 = b0 + kChunk1 < B ? b0 + kChunk1 : B;
+  float acc = 0.0f;
+  if (o >= kB1 - kW1) {  // bias: every window routes its gradient to one position
+    const int c = o - (kB1 - kW1);
+    for (int b = b0; b < b1; ++b)
+      for (int q = 0; q < 196; ++q) acc += dp1[static_cast<long>(b) * kP1 + q * kC1 + c];
+    return acc;
+  }
+  const int c = o % kC1, kk = o / kC1, ky = kk / 3, kx = kk % 3;
+  for (int b = b0; b < b1; ++b) {
+    const T* img = X + static_cast<long>(rows[b]) * 784;
+    const float* d = dp1 + static_cast<long>(b) * kP1;
+    const std::uint8_t* a = a1 + static_cast<long>(b) * kP1;
+    for (int q = 0; q < 196; ++q) {
+      const int k = a[q * kC1 + c];
+      const int yy = 2 * (q / 14) + k / 2 + ky - 1, xx = 2 * (q % 14) + k % 2 + kx - 1;
+      if (yy < 0 || yy >= 28 || xx < 0 || xx >= 28) continue;
+      acc += pixel(img[yy * 28 + xx]) * d[q * kC1 + c];
+    }
+  }
+  return acc;
+}
+
+// Partial o of chunk ch (kChunk2 samples): o < 1152: conv2_w[ky,kx,ci,co] (HWIO order),
+// o >= 1152: conv2_b[co]; through pool2's argmax.
+ASYNCPS_HD float conv2_wgrad(int ch, int o, int B, const float* __restrict__ p1, const float* __restrict__ dp2,
+                             const std::uint8_t* __restrict__ a2) {
+  const int b0 = ch * kChunk2, b1 = b0 + kChunk2 < B ? b0 + kChunk2 : B;
+  float acc = 0.0f;
+  if (o >= kB2 - kW2) {
+    const int co = o - (kB2 - kW2);
+    for (int b = b0; b < b1; ++b)
+      for (int q = 0; q < 49; ++q) acc += dp2[static_cast<long>(b) * kP2 + q * kC2 + co];
+    return acc;
+  }
+  const int co = o % kC2, ci = (o / kC2) % kC1, kk = o / (kC1 * kC2), ky = kk / 3, kx = kk % 3;
+  for (int b = b0; b < b1; ++b) {
+    const float* in = p1 + static_cast<long>(b) * kP1;
+    const float* d = dp2 + static_cast<long>(b) * kP2;
+    const std::uint8_t* a = a2 + static_cast<long>(b) * kP2;
+    for (int q = 0; q < 49; ++q) {
+      const int k = a[q * kC2 + co];
+      const int yy = 2 * (q / 7) + k / 2 + ky - 1, xx = 2 * (q % 7) + k % 2 + kx - 1;
+      if (yy < 0 || yy >= 14 || xx < 0 || xx >= 14) continue;
+      acc += in[(yy * 14 + xx) * kC1 + ci] * d[q * kC2 + co];
+    }
+  }
+  return acc;
+}
+
+// Partial o of chunk ch (kChunkFc samples): o < 7840: fc_w[f,j]; o < 7850: fc_b[j]; o == 7850:
+// the chunk's summed loss.
+ASYNCPS_HD float fc_wgrad(int ch, int o, int B, const float* __restrict__ p2, const float* __restrict__ dlogits,
+                          const float* __restrict__ loss) {
+  const int b0 = ch * kChunkFc, b1 = b0 + kChunkFc < B ? b0 + kChunkFc : B;
+  float acc = 0.0f;
+  if (o == kFcOuts - 1) {
+    for (int b = b0; b < b1; ++b) acc += loss[b];
+  } else if (o >= kBf - kWf) {
+    const int j = o - (kBf - kWf);
+    for (int b = b0; b < b1; ++b) acc += dlogits[b * kK + j];
+  } else {
+    const int f = o / kK, j = o % kK;
+    for (int b = b0; b < b1; ++b) acc += p2[static_cast<long>(b) * kFcIn + f] * dlogits[b * kK + j];
+  }
+  return acc;
+}
+
+// The partials' layout in one buffer: conv1's chunks, then conv2's, then fc's.
+struct PartialLayout {
+  int n1, n2, nf;  // chunks of each group
+  ASYNCPS_HD explicit PartialLayout(int B) : n1(chunks(B, kChunk1)), n2(chunks(B, kChunk2)), nf(chunks(B, kChunkFc)) {}
+  ASYNCPS_HD long conv1_at() const { return 0; }
+  ASYNCPS_HD long conv2_at() const { return static_cast<long>(n1) * kConv1Outs; }
+  ASYNCPS_HD long fc_at() const { return conv2_at() + static_cast<long>(n2) * kConv2Outs; }
+  ASYNCPS_HD long size() const { return fc_at() + static_cast<long>(nf) * kFcOuts; }
+  ASYNCPS_HD long threads() const { return size(); }  // one partial per thread
+};
+inline long partial_floats(int max_batch) { return PartialLayout(max_batch).size(); }
+
+// t in [0, layout.size()): which group, chunk and output partial t is, and its value.
+template <class T>
+ASYNCPS_HD void wgrad_partial(long t, int B, const T* __restrict__ X, const std::int32_t* __restrict__ rows,
+                              const float* __restrict__ p1, const std::uint8_t* __restrict__ a1,
+                              const float* __restrict__ dp1, const float* __restrict__ p2,
+                              const std::uint8_t* __restrict__ a2, const float* __restrict__ dp2,
+                              const float* __restrict__ dlogits, const float* __restrict__ loss,
+                              float* __restrict__ partial) {
+  const PartialLayout L(B);
+  float v;
+  if (t < L.conv2_at()) {
+    v = conv1_wgrad(static_cast<int>(t / kConv1Outs), static_cast<int>(t % kConv1Outs), B, X, rows, dp1, a1);
+  } else if (t < L.fc_at()) {
+    const long u = t - L.conv2_at();
+    v = conv2_wgrad(static_cast<int>(u / kConv2Outs), static_cast<int>(u % kConv2Outs), B, p1, dp2, a2);
+  } else {
+    const long u = t - L.fc_at();
+    v = fc_wgrad(static_cast<int>(u / kFcOuts), static_cast<int>(u % kFcOuts), B, p2, dlogits, loss);
+  }
+  partial[t] = v;
+}
+
+// i in [0, kParams]: the gradient arena's element i (the mean loss at i == kParams),
+// summed over its group's chunks in chunk order.
+ASYNCPS_HD void reduce_partials(long i, int B, const float* __restrict__ partial, float* __restrict__ grad_loss) {
+  const PartialLayout L(B);
+  long base;
+  int n, width, o;
+  if (i < kW2) {
+    base = L.conv1_at(), n = L.n1, width = kConv1Outs, o = static_cast<int>(i);
+  } else if (i < kWf) {
+    base = L.conv2_at(), n = L.n2, width = kConv2Outs, o = static_cast<int>(i - kW2);
+  } else {
+    base = L.fc_at(), n = L.nf, width = kFcOuts, o = static_cast<int>(i - kWf);
+  }
+  float acc = 0.0f;
+  for (int ch = 0; ch < n; ++ch) acc += partial[base + static_cast<long>(ch) * width + o];
+  grad_loss[i] = i == kParams ? acc / static_cast<float>(B) : acc;
+}
+
+// i in [0, B*784): the batch gathered into a float (B,784) tensor, and its labels (i % 784 == 0).
+template <class T>
+ASYNCPS_HD void gather(long i, const T* __restrict__ X, const std::uint8_t* __restrict__ labels,
+                       const std::int32_t* __restrict__ rows, float* __restrict__ x, std::uint8_t* __restrict__ y) {
+  const long b = i / 784;
+  const int p = static_cast<int>(i % 784);
+  x[i] = pixel(X[static_cast<long>(rows[b]) * 784 + p]);
+  if (p == 0) y[b] = labels[rows[b]];
+}
+
+}  // namespace asyncps::nn::fused

@@ -1,0 +1,17 @@
+// defines: gpu_kernels_name, parse_gpu_kernels (built with or without CUDA)
+#include <string>
+
+#include "nn/error.h"
+#include "nn/gpu/gpu_backend.h"
+
+namespace asyncps::nn {
+
+const char* gpu_kernels_name(GpuKernels k) noexcept { return k == GpuKernels::cudnn ? "cudnn" : "fused"; }
+
+GpuKernels parse_gpu_kernels(const std::string& name) {
+  if (name == "fused") return GpuKernels::fused;
+  if (name == "cudnn") return GpuKernels::cudnn;
+  throw Error("GPU kernels '" + name + "': choose fused or cudnn");
+}
+
+}  // namespace asyncps::nn

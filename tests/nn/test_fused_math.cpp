@@ -1,0 +1,161 @@
+// The GPU's fused step (lib/nn/gpu/fused_math.h) run on the host, element by element as its CUDA
+// kernels run it, against the CPU backend: the same logits, loss and every gradient tensor, for
+// byte and float datasets, batches that end mid-chunk, rows in any order and repeated. This is
+// the fused kernels' arithmetic checked in every build, GPU or not (test_nn_gpu then checks the
+// kernels themselves on a device). Also the base Backend's loss_and_grad_rows and its checks.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "model_inputs.h"
+#include "nn/error.h"
+#include "nn/gpu/fused_math.h"
+#include "nn/mnist_cnn.h"
+
+namespace nn = asyncps::nn;
+namespace f = asyncps::nn::fused;
+
+static_assert(f::kW1 == nn::mnist_cnn_offset(nn::kConv1W) && f::kB1 == nn::mnist_cnn_offset(nn::kConv1B) &&
+              f::kW2 == nn::mnist_cnn_offset(nn::kConv2W) && f::kB2 == nn::mnist_cnn_offset(nn::kConv2B) &&
+              f::kWf == nn::mnist_cnn_offset(nn::kFcW) && f::kBf == nn::mnist_cnn_offset(nn::kFcB) &&
+              f::kParams == nn::kMnistCnnParams);
+
+namespace {
+
+// The fused step on the host, pass by pass in the kernels' order; returns grad (9098) + loss.
+template <class T>
+std::vector<float> fused_step(int B, const std::vector<T>& X, const std::vector<std::uint8_t>& labels,
+                              const std::vector<std::int32_t>& rows, const std::vector<float>& P,
+                              std::vector<float>* logits_out = nullptr) {
+  const auto nb = static_cast<std::size_t>(B);
+  std::vector<float> p1(nb * f::kP1), dp1(p1.size()), p2(nb * f::kP2), dp2(p2.size()), logits(nb * f::kK),
+      dlogits(logits.size()), loss(nb), partial(static_cast<std::size_t>(f::PartialLayout(B).size()), NAN),
+      out(f::kParams + 1, NAN);
+  std::vector<std::uint8_t> a1(p1.size(), 9), a2(p2.size(), 9);
+  for (long i = 0; i < static_cast<long>(p1.size()); ++i) f::conv1_pool(i, X.data(), rows.data(), P.data(), p1.data(), a1.data());
+  for (long i = 0; i < static_cast<long>(p2.size()); ++i) f::conv2_pool(i, p1.data(), P.data(), p2.data(), a2.data());
+  for (long i = 0; i < static_cast<long>(logits.size()); ++i) f::fc(i, p2.data(), P.data(), logits.data());
+  for (long b = 0; b < B; ++b) f::xent(b, B, logits.data(), labels.data(), rows.data(), loss.data(), dlogits.data());
+  for (long i = 0; i < static_cast<long>(dp2.size()); ++i) f::fc_back(i, dlogits.data(), P.data(), dp2.data());
+  for (long i = 0; i < static_cast<long>(dp1.size()); ++i) f::conv2_back(i, dp2.data(), a2.data(), P.data(), dp1.data());
+  for (long t = 0; t < f::PartialLayout(B).threads(); ++t)
+    f::wgrad_partial(t, B, X.data(), rows.data(), p1.data(), a1.data(), dp1.data(), p2.data(), a2.data(), dp2.data(),
+                     dlogits.data(), loss.data(), partial.data());
+  for (long i = 0; i <= f::kParams; ++i) f::reduce_partials(i, B, partial.data(), out.data());
+  if (logits_out) *logits_out = logits;
+  return out;
+}
+
+// max |a - b| / max |b| over [off, off + n): the error relative to the tensor's scale.
+double rel_error(const std::vector<float>& a, const std::vector<float>& b, std::size_t off, std::size_t n) {
+  double diff = 0.0, scale = 0.0;
+  for (std::size_t i = off; i < off + n; ++i) {
+    diff = std::max(diff, std::abs(static_cast<double>(a[i]) - b[i]));
+    scale = std::max(scale, std::abs(static_cast<double>(b[i])));
+  }
+  return scale > 0.0 ? diff / scale : diff;
+}
+
+// A dataset of n images with MNIST-like bytes (mostly 0, some strokes) and its float copy.
+struct Data {
+  std::vector<std::uint8_t> bytes, labels;
+  std::vector<float> floats;
+};
+Data make_data(int n, std::uint32_t seed) {
+  Data d;
+  std::mt19937 rng(seed);
+  for (int i = 0; i < n * 784; ++i) {
+    const std::uint8_t v = rng() % 3 == 0 ? static_cast<std::uint8_t>(rng() % 256) : 0;  // blank areas: pooling ties
+    d.bytes.push_back(v);
+    d.floats.push_back(static_cast<float>(v) / 255.0f);
+  }
+  for (int i = 0; i < n; ++i) d.labels.push_back(static_cast<std::uint8_t>(rng() % 10));
+  return d;
+}
+
+void check_against_cpu(const std::vector<float>& fused, const std::vector<float>& cpu_grad, float cpu_loss) {
+  CHECK(std::abs(fused[f::kParams] - cpu_loss) <= 1e-5 * std::abs(cpu_loss));
+  std::size_t off = 0;
+  for (const auto& t : nn::mnist_cnn_tensors()) {
+    const double e = rel_error(fused, cpu_grad, off, t.size());
+    CAPTURE(t.name, e);
+    CHECK(e <= 1e-4);
+    off += t.size();
+  }
+}
+
+}  // namespace
+
+TEST_CASE("the fused GPU step's arithmetic equals the cpu backend on byte and float datasets", "[fused]") {
+  const Data data = make_data(300, 5);
+  auto cpu = nn::make_cpu_backend(200);
+  // batch sizes that end mid-chunk for every group (4, 16, 128 samples a chunk), and whole chunks
+  for (const int B : {1, 7, 33, 130, 200}) {
+    CAPTURE(B);
+    std::vector<std::int32_t> rows;
+    std::mt19937 rng(static_cast<std::uint32_t>(B));
+    for (int b = 0; b < B; ++b) rows.push_back(static_cast<std::int32_t>(rng() % 300));  // any order, repeats
+    const auto P = nn_test::glorot_params(static_cast<std::uint64_t>(B) + 3);
+    std::vector<float> x, g(nn::kMnistCnnParams), lc(static_cast<std::size_t>(B) * 10);
+    std::vector<std::uint8_t> y;
+    for (int r : rows) {
+      x.insert(x.end(), data.floats.begin() + r * 784, data.floats.begin() + (r + 1) * 784);
+      y.push_back(data.labels[static_cast<std::size_t>(r)]);
+    }
+    const float loss = cpu->loss_and_grad(P, x, y, g);
+    cpu->forward(P, x, lc);
+    std::vector<float> lf;
+    const auto from_bytes = fused_step(B, data.bytes, data.labels, rows, P, &lf);
+    CHECK(rel_error(lf, lc, 0, lc.size()) <= 1e-5);
+    check_against_cpu(from_bytes, g, loss);
+    // the float dataset gives the very same numbers as the bytes (byte/255 is exact on both)
+    const auto from_floats = fused_step(B, data.floats, data.labels, rows, P);
+    CHECK(from_floats == from_bytes);
+  }
+}
+
+TEST_CASE("the fused step on random (non-MNIST) pixels and an identity row list equals the cpu backend", "[fused]") {
+  const int B = 48;
+  const auto batch = nn_test::random_batch(B, 77);
+  std::vector<std::int32_t> iota(B);
+  for (int b = 0; b < B; ++b) iota[static_cast<std::size_t>(b)] = b;
+  const auto P = nn_test::glorot_params(78);
+  auto cpu = nn::make_cpu_backend(B);
+  std::vector<float> g(nn::kMnistCnnParams);
+  const float loss = cpu->loss_and_grad(P, batch.x, batch.y, g);
+  check_against_cpu(fused_step(B, batch.x, batch.y, iota, P), g, loss);
+}
+
+TEST_CASE("loss_and_grad_rows equals loss_and_grad on the gathered batch, and checks its rows", "[rows]") {
+  const Data data = make_data(50, 9);
+  auto cpu = nn::make_cpu_backend(8);
+  std::vector<float> g1(nn::kMnistCnnParams), g2(nn::kMnistCnnParams);
+  const auto P = nn_test::glorot_params(4);
+  const std::vector<std::int32_t> rows{49, 0, 7, 7, 3};
+  CHECK_THROWS_WITH(cpu->loss_and_grad_rows(P, rows, g1), Catch::Contains("no dataset"));
+  cpu->set_dataset(data.floats, data.labels);
+  std::vector<float> x;
+  std::vector<std::uint8_t> y;
+  for (int r : rows) {
+    x.insert(x.end(), data.floats.begin() + r * 784, data.floats.begin() + (r + 1) * 784);
+    y.push_back(data.labels[static_cast<std::size_t>(r)]);
+  }
+  const float l1 = cpu->loss_and_grad_rows(P, rows, g1);
+  const float l2 = cpu->loss_and_grad(P, x, y, g2);
+  CHECK(l1 == l2);
+  CHECK(g1 == g2);
+  const std::vector<std::int32_t> out_of_range{0, 50}, negative{-1}, too_many(9, 0);
+  CHECK_THROWS_WITH(cpu->loss_and_grad_rows(P, out_of_range, g1), Catch::Contains("row 50 not in 0..49"));
+  CHECK_THROWS_AS(cpu->loss_and_grad_rows(P, negative, g1), nn::Error);
+  CHECK_THROWS_WITH(cpu->loss_and_grad_rows(P, too_many, g1), Catch::Contains("exceeds max_batch"));
+  CHECK_THROWS_WITH(cpu->loss_and_grad_rows(P, {}, g1), Catch::Contains("empty batch"));
+  auto bad = data.labels;
+  bad[3] = 10;
+  CHECK_THROWS_WITH(cpu->set_dataset(data.floats, bad), Catch::Contains("label 10"));
+  CHECK_THROWS_AS(cpu->set_dataset(std::span(data.floats).first(100), data.labels), nn::Error);
+  CHECK(cpu->last_step_device_seconds() < 0);  // the CPU has no device clock
+}
