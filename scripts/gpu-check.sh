@@ -1,85 +1,55 @@
 #!/usr/bin/env bash
-# GPU checks of libasyncps in one call, for a machine with a CUDA device:
-#   1. the GPU backend tests (test_nn_gpu: GPU == CPU on random data at batch 1, 7, 128; training)
-#   2. mpirun -np 2 and -np 3 mnist_async --device gpu (a short async training job each)
-#   3. the training step at batch 128 and 1024: bench_gpu_step vs PyTorch (bench/torch_mnist_gpu.py)
-#      on the same GPU and model, then a short table.
-# Everything (logs, the table) goes under $OUT if set, else build/gpu-check/.
+# Every GPU check of libasyncps in one call, for a machine with a CUDA device; one table at the end.
+#   1. tests: test_nn_gpu (both kernel sets, graph and call by call, resident data, == CPU backend),
+#      test_nn on this CPU, and the PyTorch models on the GPU (tests/python/test_torch_gpu.py)
+#   2. training: mpirun mnist_async --device gpu, 1 server + W workers on one GPU, W = 1, 2, 4
+#      (samples/s, the GPU's own time a step, the transport's share of a step); W = 2 and 4 again
+#      under the CUDA MPS daemon where the machine has one; 1,000 steps of W = 1 for the accuracy
+#   3. the step benchmark at batch 128, 1024 and 4096: bench_gpu_step (every configuration) against
+#      every PyTorch variant of bench/torch_mnist_gpu.py (eager, round trip, CUDA graph, compile)
+#   4. apps/python/mnist_torch.py --device cuda under mpirun (the PyTorch example on the GPU)
+# Logs and the table go to a work folder; under $OUT (the device runner's) only summary.txt,
+# gpu-check.log and gpu-check.tgz (every log, the timeline), refreshed after each part.
 #
 # usage: scripts/gpu-check.sh [BIN_DIR]
-#          BIN_DIR (default: build/gpu-carry/bin, else build/gpu/bin) holds test_nn_gpu, mnist_async,
-#          bench_gpu_step. If none of these exists and nvcc does, configures and builds build/gpu.
+#          BIN_DIR (default build/gpu-carry/bin, else build/gpu/bin) holds the binaries.
+#          Exits 77 (one line) where no CUDA device is visible, 1 when a check failed, else 0.
 #        scripts/gpu-check.sh --prepare BUILD_DIR
-#          On the build machine: copies BUILD_DIR/bin's three binaries, the shared libraries a bare
-#          GPU machine may lack, and a 25000-image MNIST subset into build/gpu-carry/ (~35 MB; the
-#          device run carries at most 64 MiB), to run there with carry ["build/gpu-carry"].
-#
-# Carrying libboost_program_options: mnist_async links libboost_program_options.so.1.74.0 (and
-# Open MPI's libmpi.so.40), which a GPU machine may not have. --prepare copies it (cp -L, the real
-# file under its soname) into build/gpu-carry/lib, which this script puts on LD_LIBRARY_PATH; by
-# hand: mkdir -p build/gpu-carry/lib && cp -L /usr/lib/x86_64-linux-gnu/libboost_program_options.so.1.74.0 build/gpu-carry/lib/
-# Open MPI cannot be carried that way (mpirun, its plugins and helpers): without an mpirun on the
-# GPU machine step 2 is skipped and says so. Note also that a build with ASYNCPS_NATIVE=ON uses
-# this machine's instruction set: configure the carried build with -DASYNCPS_NATIVE=OFF.
-#
+#          On the build machine (configure BUILD_DIR with -DASYNCPS_WITH_CUDA=ON
+#          -DASYNCPS_NATIVE=OFF -DCMAKE_CUDA_ARCHITECTURES=90-real and build it first): fills
+#          build/gpu-carry/ with the binaries, the shared libraries a bare GPU machine lacks
+#          (libboost_program_options), the Python module, MNIST (gzipped) and a relocatable Open
+#          MPI (scripts/ompi-bundle.sh), ~40 MB: carry ["build/gpu-carry"] and run
+#          `scripts/gpu-check.sh` there.
 # cuDNN and cuBLAS are found, in this order, in build/gpu-carry/lib, the lib/ folders of Python's
-# nvidia.cudnn / nvidia.cublas / nvidia.cuda_runtime / nvidia.cu13 packages (pip wheels, e.g.
-# beside torch), /usr/local/cuda/lib64; `ldd` says what is still missing before anything runs.
-# The binaries need libcublas.so.13 and libcudnn.so.9 (CUDA 13 build) and a driver for CUDA 13.
+# nvidia.* packages (the wheels beside torch), /usr/local/cuda/lib64.
 set -u
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 CARRY=$REPO/build/gpu-carry
-BINS=(test_nn_gpu mnist_async bench_gpu_step)
+BINS=(test_nn_gpu test_nn mnist_async bench_gpu_step)
 
 if [ "${1:-}" = "--prepare" ]; then
   src=${2:?usage: gpu-check.sh --prepare BUILD_DIR}
-  mkdir -p "$CARRY/bin" "$CARRY/lib" "$CARRY/mnist"
+  rm -rf "$CARRY"
+  mkdir -p "$CARRY/bin" "$CARRY/lib" "$CARRY/mnist" "$CARRY/python/asyncps"
   for b in "${BINS[@]}"; do cp "$src/bin/$b" "$CARRY/bin/" || exit 1; done
-  for lib in libboost_program_options.so.1.74.0; do
-    p=$(ldd "$src/bin/mnist_async" | awk -v l="$lib" '$1 == l {print $3}')
-    [ -n "$p" ] && cp -L "$p" "$CARRY/lib/$lib"
+  p=$(ldd "$src/bin/mnist_async" | awk '$1 == "libboost_program_options.so.1.74.0" {print $3}')
+  [ -n "$p" ] && cp -L "$p" "$CARRY/lib/"
+  cp "$REPO"/python/asyncps/*.py "$CARRY/python/asyncps/" &&
+    cp "$src"/python/asyncps/_asyncps*.so "$CARRY/python/asyncps/" 2>/dev/null ||
+    echo "gpu-check: no Python module in $src/python (the PyTorch checks will be skipped there)"
+  for f in train-images-idx3-ubyte train-labels-idx1-ubyte t10k-images-idx3-ubyte t10k-labels-idx1-ubyte; do
+    gzip -c "$REPO/data/mnist/$f" >"$CARRY/mnist/$f.gz" || exit 1
   done
-  # MNIST subset: the first 25000 training images (5000 validation + 20000 train), all 10000 test.
-  python3 - "$REPO/data/mnist" "$CARRY/mnist" 25000 <<'PY' || exit 1
-import shutil, struct, sys
-src, dst, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
-for name, item in (("train-images-idx3-ubyte", 784), ("train-labels-idx1-ubyte", 1)):
-    with open(f"{src}/{name}", "rb") as f:
-        magic, count = struct.unpack(">II", f.read(8))
-        rest = f.read(8 if item == 784 else 0)  # rows, cols
-        data = f.read(n * item)
-    with open(f"{dst}/{name}", "wb") as f:
-        f.write(struct.pack(">II", magic, min(n, count)) + rest + data)
-for name in ("t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"):
-    shutil.copy(f"{src}/{name}", f"{dst}/{name}")
-PY
+  "$REPO/scripts/ompi-bundle.sh" "$CARRY/ompi" || exit 1
   du -sh "$CARRY"
   echo "run on the GPU machine with carry [\"build/gpu-carry\"]: scripts/gpu-check.sh"
   exit 0
 fi
 
-RES=${OUT:-$REPO/build/gpu-check}
-mkdir -p "$RES"
-exec > >(tee "$RES/gpu-check.log") 2>&1
-say() { printf '\n== %s\n' "$*"; }
-
-# ---- binaries ----------------------------------------------------------------------------------
-BIN=${1:-}
-if [ -z "$BIN" ]; then
-  for d in "$CARRY/bin" "$REPO/build/gpu/bin"; do [ -x "$d/test_nn_gpu" ] && { BIN=$d; break; }; done
-fi
-if [ -z "$BIN" ]; then
-  nvcc=$(command -v nvcc || ls /usr/local/cuda/bin/nvcc 2>/dev/null)
-  if [ -z "$nvcc" ]; then echo "gpu-check: no binaries (build/gpu-carry/bin, build/gpu/bin) and no nvcc to build them"; exit 1; fi
-  say "building build/gpu (nvcc $nvcc)"
-  cmake -S "$REPO" -B "$REPO/build/gpu" -DASYNCPS_WITH_CUDA=ON -DCMAKE_CUDA_COMPILER="$nvcc" >"$RES/configure.log" 2>&1 &&
-    cmake --build "$REPO/build/gpu" -j"$(nproc)" --target "${BINS[@]}" >"$RES/build.log" 2>&1 ||
-    { tail -30 "$RES/configure.log" "$RES/build.log" 2>/dev/null; echo "gpu-check: build failed"; exit 1; }
-  BIN=$REPO/build/gpu/bin
-fi
-echo "binaries: $BIN"
-
-# ---- libraries ---------------------------------------------------------------------------------
+# ---- environment ---------------------------------------------------------------------------------
+[ -f "$CARRY/ompi/env.sh" ] && . "$CARRY/ompi/env.sh"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
 libdirs=("$CARRY/lib")
 if command -v python3 >/dev/null; then
   while IFS= read -r d; do libdirs+=("$d"); done < <(python3 - <<'PY' 2>/dev/null
@@ -96,76 +66,190 @@ PY
 )
 fi
 libdirs+=(/usr/local/cuda/lib64)
-# the list is most-preferred first; prepend in reverse so that the first stays first
 for ((i=${#libdirs[@]}-1; i>=0; i--)); do [ -d "${libdirs[$i]}" ] && LD_LIBRARY_PATH=${libdirs[$i]}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}; done
 export LD_LIBRARY_PATH
-echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
-command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv | tee "$RES/nvidia-smi.txt"
 
-say "ldd: libraries not found"
-missing=0
-for b in "${BINS[@]}"; do
-  nf=$(ldd "$BIN/$b" 2>&1 | grep "not found")
-  if [ -n "$nf" ]; then missing=1; echo "$b:"; echo "$nf"; fi
-done
-[ "$missing" = 0 ] && echo "none"
-ldd "$BIN/mnist_async" | grep -q "libboost_program_options.*not found" &&
-  echo "note: carry libboost_program_options (scripts/gpu-check.sh --prepare, see the header of this script)"
+BIN=${1:-}
+if [ -z "$BIN" ]; then
+  for d in "$CARRY/bin" "$REPO/build/gpu/bin"; do [ -x "$d/test_nn_gpu" ] && { BIN=$d; break; }; done
+fi
+[ -n "$BIN" ] || { echo "gpu-check: no binaries (build/gpu-carry/bin, build/gpu/bin): build with CUDA and run --prepare"; exit 1; }
 
-declare -A STATUS
+# no GPU: one line, 77 (skipped), before anything else runs
+"$BIN/test_nn_gpu" --list-tests >/dev/null 2>&1  # (77 exactly when no device is visible)
+if [ $? = 77 ]; then
+  echo "gpu-check: no CUDA device is visible here: nothing checked"
+  exit 77
+fi
+
+WORK=$(mktemp -d /tmp/gpu-check.XXXXXX)
+RES=${OUT:-$REPO/build/gpu-check}
+mkdir -p "$RES"
+exec > >(tee "$WORK/gpu-check.log") 2>&1
+say() { printf '\n== %s  (%s)\n' "$*" "$(date +%T)"; }
+publish() {  # what comes back: the table, the log, every file of the work folder
+  cp "$WORK/gpu-check.log" "$RES/" 2>/dev/null
+  [ -f "$WORK/summary.txt" ] && cp "$WORK/summary.txt" "$RES/"
+  tar -czf "$RES/gpu-check.tgz" -C "$WORK" . 2>/dev/null
+}
+declare -A ROW
+FAILED=0
+status() {  # status NAME RC [DETAIL]
+  case $2 in
+    0) ROW[$1]="passed${3:+ ($3)}" ;;
+    77) ROW[$1]="skipped${3:+ ($3)}" ;;
+    124) ROW[$1]="FAILED (timed out)"; FAILED=1 ;;
+    *) ROW[$1]="FAILED (exit $2)${3:+ ($3)}"; FAILED=1 ;;
+  esac
+}
+
+say "machine"
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$WORK/gpu.txt"
+lscpu | grep -E "Model name|^CPU\(s\)|Flags" | sed 's/\(Flags:\).*\(avx512f\).*/\1 ... \2 .../' | head -3
+python3 --version 2>&1
+echo "binaries: $BIN"
+for b in "${BINS[@]}"; do ldd "$BIN/$b" | grep "not found" | sed "s/^/$b: /"; done
+
+DATA=$WORK/mnist
+mkdir -p "$DATA"
+if [ -f "$REPO/data/mnist/train-images-idx3-ubyte" ]; then DATA=$REPO/data/mnist
+else for f in "$CARRY"/mnist/*.gz; do gunzip -c "$f" >"$DATA/$(basename "$f" .gz)"; done; fi
+MPIRUN=$(command -v mpirun || true)
+MPI=("$MPIRUN" --oversubscribe --bind-to none -x LD_LIBRARY_PATH -x PATH -x PYTHONPATH)
+
 # ---- 1. tests ----------------------------------------------------------------------------------
 say "test_nn_gpu"
-"$BIN/test_nn_gpu" 2>&1 | tee "$RES/test_nn_gpu.txt"
-rc=${PIPESTATUS[0]}
-gpu_rc=$rc
-case $rc in 0) STATUS[tests]=passed ;; 77) STATUS[tests]="skipped (no GPU)" ;; *) STATUS[tests]="FAILED (exit $rc)" ;; esac
+timeout 300 "$BIN/test_nn_gpu" 2>&1 | tee "$WORK/test_nn_gpu.txt" | tail -15
+status test_nn_gpu "${PIPESTATUS[0]}"
+say "test_nn (the CPU backend and the fused arithmetic on this CPU)"
+timeout 300 "$BIN/test_nn" 2>&1 | tee "$WORK/test_nn.txt" | tail -3
+status test_nn "${PIPESTATUS[0]}"
 
-# ---- 2. training under mpirun ------------------------------------------------------------------
-DATA=$REPO/data/mnist
-[ -f "$DATA/train-images-idx3-ubyte" ] || DATA=$CARRY/mnist
-MPIRUN=$(command -v mpirun || command -v mpiexec || true)
-for np in 2 3; do
-  say "mpirun -np $np mnist_async --device gpu"
-  if [ "$gpu_rc" = 77 ]; then STATUS[np$np]="skipped (no GPU)"; echo "${STATUS[np$np]}"; continue; fi
-  if [ -z "$MPIRUN" ]; then STATUS[np$np]="skipped (no mpirun on this machine)"; echo "${STATUS[np$np]}"; continue; fi
-  if [ ! -f "$DATA/train-images-idx3-ubyte" ]; then STATUS[np$np]="skipped (no MNIST data; --prepare makes a subset)"; echo "${STATUS[np$np]}"; continue; fi
-  OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 timeout 300 \
-    "$REPO/tests/app/check_training.sh" 0.80 -- \
-    "$MPIRUN" --oversubscribe --bind-to none -x LD_LIBRARY_PATH -np "$np" "$BIN/mnist_async" --device gpu \
-    --data_dir "$DATA" --training_steps 300 --train_limit 20000 --logdir "$RES/log_np$np" 2>&1 | tee "$RES/train_np$np.txt"
-  rc=${PIPESTATUS[0]}
-  acc=$(sed -n 's/^Done:.*test accuracy \([0-9.]*\).*/\1/p' "$RES/train_np$np.txt" | tail -1)
-  [ "$rc" = 0 ] && STATUS[np$np]="passed (test accuracy $acc)" || STATUS[np$np]="FAILED (exit $rc)"
-done
-
-# ---- 3. benchmark ------------------------------------------------------------------------------
-: >"$RES/bench_results.txt"
-for batch in 128 1024; do
-  say "bench_gpu_step $batch"
-  "$BIN/bench_gpu_step" "$batch" 3 2>&1 | tee "$RES/bench_gpu_step_$batch.txt"
-  grep '^RESULT' "$RES/bench_gpu_step_$batch.txt" >>"$RES/bench_results.txt"
-done
-say "torch_mnist_gpu.py"
-if command -v python3 >/dev/null; then
-  python3 "$REPO/bench/torch_mnist_gpu.py" --batch 128 1024 --seconds 3 2>&1 | tee "$RES/torch_mnist_gpu.txt"
-  grep '^RESULT' "$RES/torch_mnist_gpu.txt" >>"$RES/bench_results.txt"
+export PYTHONPATH=$CARRY/python${PYTHONPATH:+:$PYTHONPATH}
+say "PyTorch models on the GPU (tests/python/test_torch_gpu.py)"
+pyok=0
+if [ -z "$MPIRUN" ]; then ROW[torch_test]="skipped (no mpirun)"
+elif ! (cd / && timeout 60 python3 -c "import asyncps" >"$WORK/import.txt" 2>&1); then
+  ROW[torch_test]="skipped (asyncps does not import here: $(tail -1 "$WORK/import.txt"))"
 else
-  echo "no python3: PyTorch comparison not run"
+  pyok=1
+  timeout 300 "${MPI[@]}" -np 2 python3 "$REPO/tests/python/test_torch_gpu.py" 2>&1 | tee "$WORK/test_torch_gpu.txt" | tail -15
+  status torch_test "${PIPESTATUS[0]}"
+fi
+echo "${ROW[torch_test]}"
+publish
+
+# ---- 2. training -------------------------------------------------------------------------------
+# train W STEPS TAG [extra flags]: fills ROW[train_TAG] with samples/s, accuracy and the GPU's and
+# the transport's share of the chief's steps
+train() {
+  local W=$1 steps=$2 tag=$3; shift 3
+  local log=$WORK/train_$tag.txt
+  say "mnist_async --device gpu: 1 server + $W worker(s), $steps steps ($tag)"
+  if [ -z "$MPIRUN" ]; then ROW[train_$tag]="skipped (no mpirun)"; return; fi
+  timeout 240 "${MPI[@]}" -np $((W + 1)) "$BIN/mnist_async" --device gpu --data_dir "$DATA" \
+    --training_steps "$steps" --log_every 1000 --verbose --logdir "$WORK/log_$tag" "$@" >"$log" 2>&1
+  local rc=$?
+  grep -E "^(worker 0|Done|After [0-9]+ global)" "$log" | tail -4
+  local sps acc verbose
+  sps=$(sed -n 's/^Done:.* \([0-9]*\) samples\/s.*/\1/p' "$log" | tail -1)
+  acc=$(sed -n 's/^Done:.*test accuracy \([0-9.]*\).*/\1/p' "$log" | tail -1)
+  # worker 0: N local steps in T s: compute C s (the GPU's own time G s), pull P s, push Q s, ...
+  verbose=$(grep -E "^worker 0: [0-9]+ local steps" "$log" | head -1)
+  local share
+  share=$(echo "$verbose" | awk '{
+    for (i = 1; i <= NF; i++) {
+      if ($i == "local") n = $(i - 1); if ($i == "in" && !t) t = $(i + 1);
+      if ($i == "time") g = $(i + 1); if ($i == "pull") p = $(i + 1); if ($i == "push") q = $(i + 1) }
+    if (n > 0 && t > 0) printf "%.1f us a step, GPU %.1f us, transport %.1f%%", 1e6 * t / n, 1e6 * g / n, 100 * (p + q) / t }')
+  if [ "$rc" = 0 ]; then ROW[train_$tag]="$sps samples/s, test accuracy $acc; $share"
+  else ROW[train_$tag]="FAILED (exit $rc)"; FAILED=1; tail -5 "$log"; fi
+  echo "${ROW[train_$tag]}"
+  publish
+}
+train 1 20000 w1 --timeline "$WORK/timeline_w1.json"
+train 2 20000 w2
+train 4 20000 w4
+train 1 1000 w1_1000steps
+MPS_NOTE="no nvidia-cuda-mps-control on this machine"
+if command -v nvidia-cuda-mps-control >/dev/null; then
+  export CUDA_MPS_PIPE_DIRECTORY=$WORK/mps_pipe CUDA_MPS_LOG_DIRECTORY=$WORK/mps_log
+  mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
+  if timeout 20 nvidia-cuda-mps-control -d; then
+    sleep 1
+    MPS_NOTE="MPS daemon started"
+    train 2 20000 w2_mps
+    train 4 20000 w4_mps
+    echo quit | timeout 20 nvidia-cuda-mps-control
+  else
+    MPS_NOTE="nvidia-cuda-mps-control -d failed (exit $?)"
+  fi
+  unset CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY
+fi
+echo "MPS: $MPS_NOTE"
+
+# ---- 3. step benchmark -------------------------------------------------------------------------
+: >"$WORK/bench_results.txt"
+for batch in 128 1024 4096; do
+  say "bench_gpu_step $batch"
+  timeout 120 "$BIN/bench_gpu_step" "$batch" 1 2>&1 | tee "$WORK/bench_gpu_step_$batch.txt" | grep -E "RESULT|FAILED|forward"
+  rc=${PIPESTATUS[0]}
+  [ "$rc" = 0 ] || { ROW[bench_$batch]="FAILED (exit $rc)"; FAILED=1; }
+  grep -E '^(RESULT|FAILED)' "$WORK/bench_gpu_step_$batch.txt" >>"$WORK/bench_results.txt"
+done
+publish
+say "bench/torch_mnist_gpu.py"
+timeout 300 python3 "$REPO/bench/torch_mnist_gpu.py" --batch 128 1024 4096 --seconds 1 2>&1 | tee "$WORK/torch_mnist_gpu.txt" |
+  grep -E "^(RESULT|SKIP|BEST|torch)"
+grep -E '^(RESULT|SKIP)' "$WORK/torch_mnist_gpu.txt" >>"$WORK/bench_results.txt"
+publish
+
+# ---- 4. the PyTorch example on the GPU ---------------------------------------------------------
+say "apps/python/mnist_torch.py --device cuda"
+if [ "$pyok" = 1 ]; then
+  timeout 240 "${MPI[@]}" -np 2 python3 "$REPO/apps/python/mnist_torch.py" --device cuda --steps 1000 \
+    --data_dir "$DATA" 2>&1 | tee "$WORK/mnist_torch_cuda.txt" | tail -4
+  status torch_example "${PIPESTATUS[0]}" "$(grep -io "test accuracy [0-9.]*" "$WORK/mnist_torch_cuda.txt" | tail -1)"
+else
+  ROW[torch_example]="${ROW[torch_test]}"
 fi
 
 # ---- summary -----------------------------------------------------------------------------------
-say "summary"
 {
-  printf '%-28s %s\n' "GPU backend tests" "${STATUS[tests]}"
-  printf '%-28s %s\n' "mpirun -np 2 --device gpu" "${STATUS[np2]}"
-  printf '%-28s %s\n' "mpirun -np 3 --device gpu" "${STATUS[np3]}"
+  echo "GPU check: $(cat "$WORK/gpu.txt" 2>/dev/null), $(date -u +%F)"
+  printf '%-44s %s\n' "test_nn_gpu (GPU == CPU, every configuration)" "${ROW[test_nn_gpu]:-not run}"
+  printf '%-44s %s\n' "test_nn (CPU backend, fused arithmetic)" "${ROW[test_nn]:-not run}"
+  printf '%-44s %s\n' "PyTorch models on the GPU (test_torch_gpu)" "${ROW[torch_test]:-not run}"
+  printf '%-44s %s\n' "mnist_torch.py --device cuda, 1000 steps" "${ROW[torch_example]:-not run}"
   echo
-  printf '%-18s %6s %12s %14s\n' impl batch ms/step samples/s
-  sed -n 's/^RESULT impl=\([^ ]*\) batch=\([0-9]*\) ms_per_step=\([0-9.]*\) samples_per_s=\([0-9]*\).*/\1 \2 \3 \4/p' \
-    "$RES/bench_results.txt" | sort -k2,2n -k1,1 | while read -r impl b ms sps; do
-    printf '%-18s %6s %12s %14s\n' "$impl" "$b" "$ms" "$sps"
+  echo "mnist_async --device gpu, batch 128, 1 server + W workers on one GPU:"
+  for t in w1 w2 w4 w2_mps w4_mps w1_1000steps; do
+    [ -n "${ROW[train_$t]:-}" ] && printf '  %-16s %s\n' "$t" "${ROW[train_$t]}"
   done
-  echo "(asyncps-cudnn and torch-roundtrip both upload params+batch from host and download grads each step)"
-} | tee "$RES/summary.txt"
-case "${STATUS[tests]}${STATUS[np2]}${STATUS[np3]}" in *FAILED*) exit 1 ;; esac
+  echo "  MPS: $MPS_NOTE"
+  echo
+  echo "training step (params in, gradient out, host SGD), ms a step; x = best PyTorch / this:"
+  python3 - "$WORK/bench_results.txt" <<'PY'
+import re, sys
+rows, skips = {}, []
+for line in open(sys.argv[1]):
+    m = re.match(r"RESULT impl=(\S+) batch=(\d+) ms_per_step=([\d.]+)", line)
+    if m:
+        rows.setdefault(int(m[2]), {})[m[1]] = float(m[3])
+    elif line.strip():
+        skips.append(line.strip())
+for b in sorted(rows):
+    r = rows[b]
+    torch = {k: v for k, v in r.items() if k.startswith("torch")}
+    best_t = min(torch.items(), key=lambda kv: kv[1]) if torch else None
+    print(f"  batch {b}" + (f": best PyTorch {best_t[0]} {best_t[1]:.4f} ms" if best_t else ": no PyTorch figure"))
+    for k, v in sorted(r.items(), key=lambda kv: kv[1]):
+        ratio = f"{best_t[1] / v:6.2f}x" if best_t else ""
+        print(f"    {k:26s} {v:9.4f} ms {b * 1e3 / v:12.0f} samples/s  {ratio}")
+for s in skips:
+    print("  " + s)
+PY
+} | tee "$WORK/summary.txt"
+publish
+[ "$FAILED" = 0 ] || exit 1
 exit 0

@@ -36,12 +36,23 @@ std::vector<float> fused_step(int B, const std::vector<T>& X, const std::vector<
       dlogits(logits.size()), loss(nb), partial(static_cast<std::size_t>(f::PartialLayout(B).size()), NAN),
       out(f::kParams + 1, NAN);
   std::vector<std::uint8_t> a1(p1.size(), 9), a2(p2.size(), 9);
-  for (long i = 0; i < static_cast<long>(p1.size()); ++i) f::conv1_pool(i, X.data(), rows.data(), P.data(), p1.data(), a1.data());
-  for (long i = 0; i < static_cast<long>(p2.size()); ++i) f::conv2_pool(i, p1.data(), P.data(), p2.data(), a2.data());
+  // one sample per "block", its inputs staged as the kernels stage them in shared memory
+  std::vector<float> img(784);
+  for (long b = 0; b < B; ++b) {
+    for (int p = 0; p < 784; ++p) img[static_cast<std::size_t>(p)] = f::image_pixel(b, p, X.data(), rows.data());
+    for (int q = 0; q < f::kP1; ++q)
+      f::conv1_pool_cell(q, img.data(), P.data() + f::kW1, P.data() + f::kB1, p1.data() + b * f::kP1, a1.data() + b * f::kP1);
+  }
+  for (long b = 0; b < B; ++b)
+    for (int q = 0; q < f::kP2; ++q)
+      f::conv2_pool_cell(q, p1.data() + b * f::kP1, P.data() + f::kW2, P.data() + f::kB2, p2.data() + b * f::kP2,
+                         a2.data() + b * f::kP2);
   for (long i = 0; i < static_cast<long>(logits.size()); ++i) f::fc(i, p2.data(), P.data(), logits.data());
   for (long b = 0; b < B; ++b) f::xent(b, B, logits.data(), labels.data(), rows.data(), loss.data(), dlogits.data());
   for (long i = 0; i < static_cast<long>(dp2.size()); ++i) f::fc_back(i, dlogits.data(), P.data(), dp2.data());
-  for (long i = 0; i < static_cast<long>(dp1.size()); ++i) f::conv2_back(i, dp2.data(), a2.data(), P.data(), dp1.data());
+  for (long b = 0; b < B; ++b)
+    for (int q = 0; q < f::kP1; ++q)
+      f::conv2_back_cell(q, dp2.data() + b * f::kP2, a2.data() + b * f::kP2, P.data() + f::kW2, dp1.data() + b * f::kP1);
   for (long t = 0; t < f::PartialLayout(B).threads(); ++t)
     f::wgrad_partial(t, B, X.data(), rows.data(), p1.data(), a1.data(), dp1.data(), p2.data(), a2.data(), dp2.data(),
                      dlogits.data(), loss.data(), partial.data());
@@ -93,7 +104,8 @@ void check_against_cpu(const std::vector<float>& fused, const std::vector<float>
 TEST_CASE("the fused GPU step's arithmetic equals the cpu backend on byte and float datasets", "[fused]") {
   const Data data = make_data(300, 5);
   auto cpu = nn::make_cpu_backend(200);
-  // batch sizes that end mid-chunk for every group (4, 16, 128 samples a chunk), and whole chunks
+  // one chunk per sample (B <= 16), several samples a chunk with a shorter last one (130: 2 a
+  // chunk for conv1 and conv2, 9 for fc; 200: 2, 4 and 13), whole chunks
   for (const int B : {1, 7, 33, 130, 200}) {
     CAPTURE(B);
     std::vector<std::int32_t> rows;
@@ -158,4 +170,18 @@ TEST_CASE("loss_and_grad_rows equals loss_and_grad on the gathered batch, and ch
   CHECK_THROWS_WITH(cpu->set_dataset(data.floats, bad), Catch::Contains("label 10"));
   CHECK_THROWS_AS(cpu->set_dataset(std::span(data.floats).first(100), data.labels), nn::Error);
   CHECK(cpu->last_step_device_seconds() < 0);  // the CPU has no device clock
+}
+
+TEST_CASE("the partials' buffer sized for max_batch holds the partials of every smaller batch", "[fused]") {
+  for (const int max_batch : {1, 16, 64, 127, 128, 129, 1000, 4096}) {
+    CAPTURE(max_batch);
+    for (int B = 1; B <= max_batch; ++B) REQUIRE(f::PartialLayout(B).size() <= f::partial_floats(max_batch));
+  }
+  // at most the target number of chunks, none empty
+  for (int B = 1; B <= 5000; B += 7) {
+    const f::Chunking c(B, f::kTarget2);
+    REQUIRE(c.n <= f::kTarget2);
+    REQUIRE(c.begin(c.n - 1) < B);
+    REQUIRE(c.end(c.n - 1, B) == B);
+  }
 }

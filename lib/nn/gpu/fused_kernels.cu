@@ -9,20 +9,33 @@ namespace {
 
 namespace f = ::asyncps::nn::fused;
 constexpr int kThreads = 128;
+constexpr int kSampleThreads = 256;  // the one-sample-per-block kernels
 
 int blocks_for(long n) { return static_cast<int>((n + kThreads - 1) / kThreads); }
 
+// One sample per block: the image (as floats) and conv1's filter and bias staged in shared memory.
 template <class T>
-__global__ void conv1_pool_kernel(long n, BatchSource<T> src, const float* __restrict__ P, float* __restrict__ p1,
+__global__ void conv1_pool_kernel(BatchSource<T> src, const float* __restrict__ P, float* __restrict__ p1,
                                   std::uint8_t* __restrict__ a1) {
-  const long i = static_cast<long>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i < n) f::conv1_pool(i, src.X, src.rows, P, p1, a1);
+  __shared__ float img[784], w[f::kW2 - f::kW1];
+  const long b = blockIdx.x;
+  for (int p = threadIdx.x; p < 784; p += blockDim.x) img[p] = f::image_pixel(b, p, src.X, src.rows);
+  for (int i = threadIdx.x; i < f::kW2 - f::kW1; i += blockDim.x) w[i] = P[f::kW1 + i];
+  __syncthreads();
+  for (int q = threadIdx.x; q < f::kP1; q += blockDim.x)
+    f::conv1_pool_cell(q, img, w, w + (f::kB1 - f::kW1), p1 + b * f::kP1, a1 + b * f::kP1);
 }
 
-__global__ void conv2_pool_kernel(long n, const float* __restrict__ p1, const float* __restrict__ P,
-                                  float* __restrict__ p2, std::uint8_t* __restrict__ a2) {
-  const long i = static_cast<long>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i < n) f::conv2_pool(i, p1, P, p2, a2);
+// One sample per block: its p1 and conv2's filter and bias staged in shared memory.
+__global__ void conv2_pool_kernel(const float* __restrict__ p1, const float* __restrict__ P, float* __restrict__ p2,
+                                  std::uint8_t* __restrict__ a2) {
+  __shared__ float in[f::kP1], w[f::kWf - f::kW2];
+  const long b = blockIdx.x;
+  for (int i = threadIdx.x; i < f::kP1; i += blockDim.x) in[i] = p1[b * f::kP1 + i];
+  for (int i = threadIdx.x; i < f::kWf - f::kW2; i += blockDim.x) w[i] = P[f::kW2 + i];
+  __syncthreads();
+  for (int q = threadIdx.x; q < f::kP2; q += blockDim.x)
+    f::conv2_pool_cell(q, in, w, w + (f::kB2 - f::kW2), p2 + b * f::kP2, a2 + b * f::kP2);
 }
 
 __global__ void fc_kernel(long n, const float* __restrict__ p2, const float* __restrict__ P, float* __restrict__ logits) {
@@ -43,10 +56,19 @@ __global__ void fc_back_kernel(long n, const float* __restrict__ dlogits, const 
   if (i < n) f::fc_back(i, dlogits, P, dp2);
 }
 
-__global__ void conv2_back_kernel(long n, const float* __restrict__ dp2, const std::uint8_t* __restrict__ a2,
+// One sample per block: its dp2, pool2 argmax and conv2's filter staged in shared memory.
+__global__ void conv2_back_kernel(const float* __restrict__ dp2, const std::uint8_t* __restrict__ a2,
                                   const float* __restrict__ P, float* __restrict__ dp1) {
-  const long i = static_cast<long>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i < n) f::conv2_back(i, dp2, a2, P, dp1);
+  __shared__ float d[f::kP2], w[f::kB2 - f::kW2];
+  __shared__ std::uint8_t a[f::kP2];
+  const long b = blockIdx.x;
+  for (int i = threadIdx.x; i < f::kP2; i += blockDim.x) {
+    d[i] = dp2[b * f::kP2 + i];
+    a[i] = a2[b * f::kP2 + i];
+  }
+  for (int i = threadIdx.x; i < f::kB2 - f::kW2; i += blockDim.x) w[i] = P[f::kW2 + i];
+  __syncthreads();
+  for (int q = threadIdx.x; q < f::kP1; q += blockDim.x) f::conv2_back_cell(q, d, a, w, dp1 + b * f::kP1);
 }
 
 template <class T>
@@ -76,9 +98,9 @@ __global__ void iota_kernel(std::int32_t* out, int n) {
 template <class T>
 cudaError_t launch_fused_forward(int B, BatchSource<T> src, const float* params, const FusedScratch& s,
                                  cudaStream_t stream) {
-  const long n1 = static_cast<long>(B) * f::kP1, n2 = static_cast<long>(B) * f::kP2, nl = static_cast<long>(B) * f::kK;
-  conv1_pool_kernel<T><<<blocks_for(n1), kThreads, 0, stream>>>(n1, src, params, s.p1, s.a1);
-  conv2_pool_kernel<<<blocks_for(n2), kThreads, 0, stream>>>(n2, s.p1, params, s.p2, s.a2);
+  const long nl = static_cast<long>(B) * f::kK;
+  conv1_pool_kernel<T><<<B, kSampleThreads, 0, stream>>>(src, params, s.p1, s.a1);
+  conv2_pool_kernel<<<B, kSampleThreads, 0, stream>>>(s.p1, params, s.p2, s.a2);
   fc_kernel<<<blocks_for(nl), kThreads, 0, stream>>>(nl, s.p2, params, s.logits);
   return cudaGetLastError();
 }
@@ -87,9 +109,9 @@ template <class T>
 cudaError_t launch_fused_backward(int B, BatchSource<T> src, const float* params, const FusedScratch& s,
                                   float* grad_loss, cudaStream_t stream) {
   xent_kernel<T><<<blocks_for(B), kThreads, 0, stream>>>(B, src, s.logits, s.loss, s.dlogits);
-  const long n2 = static_cast<long>(B) * f::kP2, n1 = static_cast<long>(B) * f::kP1;
+  const long n2 = static_cast<long>(B) * f::kP2;
   fc_back_kernel<<<blocks_for(n2), kThreads, 0, stream>>>(n2, s.dlogits, params, s.dp2);
-  conv2_back_kernel<<<blocks_for(n1), kThreads, 0, stream>>>(n1, s.dp2, s.a2, params, s.dp1);
+  conv2_back_kernel<<<B, kSampleThreads, 0, stream>>>(s.dp2, s.a2, params, s.dp1);
   const long np = f::PartialLayout(B).threads();
   wgrad_kernel<T><<<blocks_for(np), kThreads, 0, stream>>>(np, B, src, s);
   const long ng = static_cast<long>(f::kParams) + 1;

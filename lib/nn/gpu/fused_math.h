@@ -6,12 +6,12 @@
 //
 // Shapes (B = batch, NHWC like the arena and the CPU backend):
 //   data    X (N,784) of T (float, or uint8 read as byte/255), labels (N); the batch is rows[0..B)
-//   conv1_pool:  p1 (B,14,14,8), a1 (B,14,14,8) argmax 0..3 in the 2x2 window ((dy,dx) = (k/2,k%2))
-//   conv2_pool:  p2 (B,7,7,16) = (B,784) in (h,w,c) order, a2 (B,7,7,16)
+//   conv1_pool_cell: p1 (B,14,14,8), a1 (B,14,14,8) argmax 0..3 in the 2x2 window ((dy,dx) = (k/2,k%2))
+//   conv2_pool_cell: p2 (B,7,7,16) = (B,784) in (h,w,c) order, a2 (B,7,7,16)
 //   fc:          logits (B,10)
 //   xent:        loss (B), dlogits (B,10) = (softmax - onehot) / B
 //   fc_back:     dp2 (B,784) = dlogits . Wf^T
-//   conv2_back:  dp1 (B,14,14,8): conv2's input gradient through pool2's argmax (dc2 never stored)
+//   conv2_back_cell: dp1 (B,14,14,8): conv2's input gradient through pool2's argmax (dc2 never stored)
 //   weight gradients, in chunks of the batch (deterministic, no atomics): partial[chunk][o] for the
 //     arena's contiguous ranges [conv1_w, conv1_b] (80), [conv2_w, conv2_b] (1168),
 //     [fc_w, fc_b, loss] (7851: the last is the chunk's summed loss), then reduce: a fixed-order
@@ -37,29 +37,43 @@ inline constexpr int kP1 = 14 * 14 * kC1, kP2 = 7 * 7 * kC2;  // pooled floats p
 static_assert(kP2 == kFcIn);
 
 // The weight-gradient groups: each a contiguous range of the arena (plus, for fc, one slot for
-// the chunk's loss sum), summed over a chunk of kChunk* samples per partial.
+// the chunk's loss sum), each partial a sum over one chunk of the batch. The chunk length depends
+// on B only (so a step is deterministic): ceil(B / kTarget*), which keeps the number of chunks, and
+// so the final reduction's serial sums, at most kTarget* at any batch size, and the partials'
+// threads plentiful at small batches.
 inline constexpr int kConv1Outs = kW2 - kW1;           // conv1_w (72) + conv1_b (8)
 inline constexpr int kConv2Outs = kWf - kW2;           // conv2_w (1152) + conv2_b (16)
 inline constexpr int kFcOuts = kParams - kWf + 1;  // fc_w, fc_b, loss
-// Samples per partial sum: ~784 terms a thread for the convolutions, 128 for fc.
-inline constexpr int kChunk1 = 4, kChunk2 = 16, kChunkFc = 128;
-ASYNCPS_HD int chunks(int B, int per) { return (B + per - 1) / per; }
+inline constexpr int kTarget1 = 128, kTarget2 = 64, kTargetFc = 16;
+ASYNCPS_HD int ceil_div(int a, int b) { return (a + b - 1) / b; }
+// A group's chunk length at batch B, and its number of chunks (the last may be shorter).
+struct Chunking {
+  int per, n;
+  ASYNCPS_HD Chunking(int B, int target) : per(ceil_div(B, target)), n(ceil_div(B, ceil_div(B, target))) {}
+  ASYNCPS_HD int begin(int ch) const { return ch * per; }
+  ASYNCPS_HD int end(int ch, int B) const { return (ch + 1) * per < B ? (ch + 1) * per : B; }
+};
 
 ASYNCPS_HD float pixel(float v) { return v; }
 ASYNCPS_HD float pixel(std::uint8_t v) { return static_cast<float>(v) / 255.0f; }
 
 // ---- forward ----------------------------------------------------------------------------------
 
-// i in [0, B*14*14*8): p1[i], a1[i] from image rows[b] of X.
+// The convolutions run one sample per thread block, its input and the filters staged in shared
+// memory: each "cell" function computes element q of one sample from those staged copies (the
+// kernels call it per thread, the host test per element, staging the same way).
+
+// The image of row rows[b] as floats (784): what a conv1 block stages.
 template <class T>
-ASYNCPS_HD void conv1_pool(long i, const T* __restrict__ X, const std::int32_t* __restrict__ rows,
-                           const float* __restrict__ P, float* __restrict__ p1, std::uint8_t* __restrict__ a1) {
-  const int c = static_cast<int>(i % kC1);
-  const long j = i / kC1;
-  const int px = static_cast<int>(j % 14), py = static_cast<int>((j / 14) % 14);
-  const long b = j / 196;
-  const T* img = X + static_cast<long>(rows[b]) * 784;
-  const float* w = P + kW1;  // HWIO [3][3][1][8]
+ASYNCPS_HD float image_pixel(long b, int p, const T* __restrict__ X, const std::int32_t* __restrict__ rows) {
+  return pixel(X[static_cast<long>(rows[b]) * 784 + p]);
+}
+
+// q in [0, 14*14*8): one sample's p1[q], a1[q]. img: (28,28) floats; w: conv1_w HWIO [3][3][1][8];
+// bias: conv1_b (8).
+ASYNCPS_HD void conv1_pool_cell(int q, const float* __restrict__ img, const float* __restrict__ w,
+                                const float* __restrict__ bias, float* __restrict__ p1, std::uint8_t* __restrict__ a1) {
+  const int c = q % kC1, px = (q / kC1) % 14, py = q / (kC1 * 14);
   float best = 0.0f;
   int arg = 0;
   for (int k = 0; k < 4; ++k) {
@@ -71,28 +85,24 @@ ASYNCPS_HD void conv1_pool(long i, const T* __restrict__ X, const std::int32_t* 
       for (int kx = 0; kx < 3; ++kx) {
         const int xx = x + kx - 1;
         if (xx < 0 || xx >= 28) continue;
-        v += pixel(img[yy * 28 + xx]) * w[(ky * 3 + kx) * kC1 + c];
+        v += img[yy * 28 + xx] * w[(ky * 3 + kx) * kC1 + c];
       }
     }
-    v += P[kB1 + c];
+    v += bias[c];
     if (k == 0 || v > best) {
       best = v;
       arg = k;
     }
   }
-  p1[i] = best;
-  a1[i] = static_cast<std::uint8_t>(arg);
+  p1[q] = best;
+  a1[q] = static_cast<std::uint8_t>(arg);
 }
 
-// i in [0, B*7*7*16): p2[i], a2[i] from p1.
-ASYNCPS_HD void conv2_pool(long i, const float* __restrict__ p1, const float* __restrict__ P, float* __restrict__ p2,
-                           std::uint8_t* __restrict__ a2) {
-  const int co = static_cast<int>(i % kC2);
-  const long j = i / kC2;
-  const int px = static_cast<int>(j % 7), py = static_cast<int>((j / 7) % 7);
-  const long b = j / 49;
-  const float* in = p1 + b * kP1;  // (14,14,8)
-  const float* w = P + kW2;        // HWIO [3][3][8][16]
+// q in [0, 7*7*16): one sample's p2[q], a2[q]. in: its p1 (14,14,8); w: conv2_w HWIO [3][3][8][16];
+// bias: conv2_b (16).
+ASYNCPS_HD void conv2_pool_cell(int q, const float* __restrict__ in, const float* __restrict__ w,
+                                const float* __restrict__ bias, float* __restrict__ p2, std::uint8_t* __restrict__ a2) {
+  const int co = q % kC2, px = (q / kC2) % 7, py = q / (kC2 * 7);
   float best = 0.0f;
   int arg = 0;
   for (int k = 0; k < 4; ++k) {
@@ -109,14 +119,14 @@ ASYNCPS_HD void conv2_pool(long i, const float* __restrict__ p1, const float* __
         for (int ci = 0; ci < kC1; ++ci) v += pin[ci] * pw[ci * kC2];
       }
     }
-    v += P[kB2 + co];
+    v += bias[co];
     if (k == 0 || v > best) {
       best = v;
       arg = k;
     }
   }
-  p2[i] = best;
-  a2[i] = static_cast<std::uint8_t>(arg);
+  p2[q] = best;
+  a2[q] = static_cast<std::uint8_t>(arg);
 }
 
 // i in [0, B*10): logits[i] = fc_b[j] + p2[b,:] . fc_w[:,j].
@@ -160,17 +170,12 @@ ASYNCPS_HD void fc_back(long i, const float* __restrict__ dlogits, const float* 
   dp2[i] = acc;
 }
 
-// i in [0, B*14*14*8): dp1[b,y,x,ci] = sum over (ky,kx,co) of dc2[b, y-ky+1, x-kx+1, co] * w2[ky,kx,ci,co],
-// where dc2 is dp2 routed to pool2's argmax (zero elsewhere).
-ASYNCPS_HD void conv2_back(long i, const float* __restrict__ dp2, const std::uint8_t* __restrict__ a2,
-                           const float* __restrict__ P, float* __restrict__ dp1) {
-  const int ci = static_cast<int>(i % kC1);
-  const long j = i / kC1;
-  const int x = static_cast<int>(j % 14), y = static_cast<int>((j / 14) % 14);
-  const long b = j / 196;
-  const float* d = dp2 + b * kP2;
-  const std::uint8_t* a = a2 + b * kP2;
-  const float* w = P + kW2;
+// q in [0, 14*14*8): one sample's dp1[y,x,ci] = sum over (ky,kx,co) of dc2[y-ky+1, x-kx+1, co] *
+// w2[ky,kx,ci,co], where dc2 is dp2 routed to pool2's argmax (zero elsewhere). d, a: the sample's
+// dp2 and a2 (7,7,16); w: conv2_w.
+ASYNCPS_HD void conv2_back_cell(int q, const float* __restrict__ d, const std::uint8_t* __restrict__ a,
+                                const float* __restrict__ w, float* __restrict__ dp1) {
+  const int ci = q % kC1, x = (q / kC1) % 14, y = q / (kC1 * 14);
   float acc = 0.0f;
   for (int ky = 0; ky < 3; ++ky) {
     const int yy = y - ky + 1;
@@ -184,15 +189,16 @@ ASYNCPS_HD void conv2_back(long i, const float* __restrict__ dp2, const std::uin
         if (a[cell + co] == k) acc += d[cell + co] * pw[co];
     }
   }
-  dp1[i] = acc;
+  dp1[q] = acc;
 }
 
-// Partial o of chunk ch (samples [ch*kChunk1, min(.., B))): o < 72: conv1_w[ky,kx,0,c], o >= 72:
-// conv1_b[c]; through pool1's argmax: dc1 is dp1 at the argmax, zero elsewhere.
+// Partial o of chunk ch (Chunking(B, kTarget1)): o < 72: conv1_w[ky,kx,0,c], o >= 72: conv1_b[c];
+// through pool1's argmax: dc1 is dp1 at the argmax, zero elsewhere.
 template <class T>
 ASYNCPS_HD float conv1_wgrad(int ch, int o, int B, const T* __restrict__ X, const std::int32_t* __restrict__ rows,
                              const float* __restrict__ dp1, const std::uint8_t* __restrict__ a1) {
-  const int b0 = ch * kChunk1, b1 = b0 + kChunk1 < B ? b0 + kChunk1 : B;
+  const Chunking C(B, kTarget1);
+  const int b0 = C.begin(ch), b1 = C.end(ch, B);
   float acc = 0.0f;
   if (o >= kB1 - kW1) {  // bias: every window routes its gradient to one position
     const int c = o - (kB1 - kW1);
@@ -215,11 +221,12 @@ ASYNCPS_HD float conv1_wgrad(int ch, int o, int B, const T* __restrict__ X, cons
   return acc;
 }
 
-// Partial o of chunk ch (kChunk2 samples): o < 1152: conv2_w[ky,kx,ci,co] (HWIO order),
+// Partial o of chunk ch (Chunking(B, kTarget2)): o < 1152: conv2_w[ky,kx,ci,co] (HWIO order),
 // o >= 1152: conv2_b[co]; through pool2's argmax.
 ASYNCPS_HD float conv2_wgrad(int ch, int o, int B, const float* __restrict__ p1, const float* __restrict__ dp2,
                              const std::uint8_t* __restrict__ a2) {
-  const int b0 = ch * kChunk2, b1 = b0 + kChunk2 < B ? b0 + kChunk2 : B;
+  const Chunking C(B, kTarget2);
+  const int b0 = C.begin(ch), b1 = C.end(ch, B);
   float acc = 0.0f;
   if (o >= kB2 - kW2) {
     const int co = o - (kB2 - kW2);
@@ -242,11 +249,12 @@ ASYNCPS_HD float conv2_wgrad(int ch, int o, int B, const float* __restrict__ p1,
   return acc;
 }
 
-// Partial o of chunk ch (kChunkFc samples): o < 7840: fc_w[f,j]; o < 7850: fc_b[j]; o == 7850:
+// Partial o of chunk ch (Chunking(B, kTargetFc)): o < 7840: fc_w[f,j]; o < 7850: fc_b[j]; o == 7850:
 // the chunk's summed loss.
 ASYNCPS_HD float fc_wgrad(int ch, int o, int B, const float* __restrict__ p2, const float* __restrict__ dlogits,
                           const float* __restrict__ loss) {
-  const int b0 = ch * kChunkFc, b1 = b0 + kChunkFc < B ? b0 + kChunkFc : B;
+  const Chunking C(B, kTargetFc);
+  const int b0 = C.begin(ch), b1 = C.end(ch, B);
   float acc = 0.0f;
   if (o == kFcOuts - 1) {
     for (int b = b0; b < b1; ++b) acc += loss[b];
@@ -263,14 +271,19 @@ ASYNCPS_HD float fc_wgrad(int ch, int o, int B, const float* __restrict__ p2, co
 // The partials' layout in one buffer: conv1's chunks, then conv2's, then fc's.
 struct PartialLayout {
   int n1, n2, nf;  // chunks of each group
-  ASYNCPS_HD explicit PartialLayout(int B) : n1(chunks(B, kChunk1)), n2(chunks(B, kChunk2)), nf(chunks(B, kChunkFc)) {}
+  ASYNCPS_HD explicit PartialLayout(int B)
+      : n1(Chunking(B, kTarget1).n), n2(Chunking(B, kTarget2).n), nf(Chunking(B, kTargetFc).n) {}
   ASYNCPS_HD long conv1_at() const { return 0; }
   ASYNCPS_HD long conv2_at() const { return static_cast<long>(n1) * kConv1Outs; }
   ASYNCPS_HD long fc_at() const { return conv2_at() + static_cast<long>(n2) * kConv2Outs; }
   ASYNCPS_HD long size() const { return fc_at() + static_cast<long>(nf) * kFcOuts; }
   ASYNCPS_HD long threads() const { return size(); }  // one partial per thread
 };
-inline long partial_floats(int max_batch) { return PartialLayout(max_batch).size(); }
+// The partials' buffer for every B <= max_batch (a group has at most min(B, its target) chunks).
+inline long partial_floats(int max_batch) {
+  auto most = [max_batch](int target) { return static_cast<long>(max_batch < target ? max_batch : target); };
+  return most(kTarget1) * kConv1Outs + most(kTarget2) * kConv2Outs + most(kTargetFc) * kFcOuts;
+}
 
 // t in [0, layout.size()): which group, chunk and output partial t is, and its value.
 template <class T>
