@@ -14,6 +14,7 @@
 # usage: scripts/gpu-check.sh [BIN_DIR]
 #          BIN_DIR (default build/gpu-carry/bin, else build/gpu/bin) holds the binaries.
 #          Exits 77 (one line) where no CUDA device is visible, 1 when a check failed, else 0.
+#          GPU_CHECK_PARTS (default "tests train mps bench torch example") runs only those parts.
 #        scripts/gpu-check.sh --prepare BUILD_DIR
 #          On the build machine (configure BUILD_DIR with -DASYNCPS_WITH_CUDA=ON
 #          -DASYNCPS_NATIVE=OFF -DCMAKE_CUDA_ARCHITECTURES=90-real and build it first): fills
@@ -26,7 +27,7 @@
 set -u
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 CARRY=$REPO/build/gpu-carry
-BINS=(test_nn_gpu test_nn mnist_async bench_gpu_step)
+BINS=(test_nn_gpu test_nn mnist_async bench_gpu_step bench_gpu_kernels)
 
 if [ "${1:-}" = "--prepare" ]; then
   src=${2:?usage: gpu-check.sh --prepare BUILD_DIR}
@@ -86,11 +87,13 @@ WORK=$(mktemp -d /tmp/gpu-check.XXXXXX)
 RES=${OUT:-$REPO/build/gpu-check}
 mkdir -p "$RES"
 exec > >(tee "$WORK/gpu-check.log") 2>&1
+PARTS=" ${GPU_CHECK_PARTS:-tests train mps bench torch example} "
+part() { [[ $PARTS == *" $1 "* ]]; }
 say() { printf '\n== %s  (%s)\n' "$*" "$(date +%T)"; }
 publish() {  # what comes back: the table, the log, every file of the work folder
   cp "$WORK/gpu-check.log" "$RES/" 2>/dev/null
   [ -f "$WORK/summary.txt" ] && cp "$WORK/summary.txt" "$RES/"
-  tar -czf "$RES/gpu-check.tgz" -C "$WORK" . 2>/dev/null
+  tar -czf "$RES/gpu-check.tgz" --exclude=./mnist -C "$WORK" . 2>/dev/null
 }
 declare -A ROW
 FAILED=0
@@ -118,6 +121,10 @@ MPIRUN=$(command -v mpirun || true)
 MPI=("$MPIRUN" --oversubscribe --bind-to none -x LD_LIBRARY_PATH -x PATH -x PYTHONPATH)
 
 # ---- 1. tests ----------------------------------------------------------------------------------
+export PYTHONPATH=$CARRY/python${PYTHONPATH:+:$PYTHONPATH}
+pyok=0
+(cd / && timeout 60 python3 -c "import asyncps" >"$WORK/import.txt" 2>&1) && pyok=1
+if part tests; then
 say "test_nn_gpu"
 timeout 300 "$BIN/test_nn_gpu" 2>&1 | tee "$WORK/test_nn_gpu.txt" | tail -15
 status test_nn_gpu "${PIPESTATUS[0]}"
@@ -125,19 +132,17 @@ say "test_nn (the CPU backend and the fused arithmetic on this CPU)"
 timeout 300 "$BIN/test_nn" 2>&1 | tee "$WORK/test_nn.txt" | tail -3
 status test_nn "${PIPESTATUS[0]}"
 
-export PYTHONPATH=$CARRY/python${PYTHONPATH:+:$PYTHONPATH}
 say "PyTorch models on the GPU (tests/python/test_torch_gpu.py)"
-pyok=0
 if [ -z "$MPIRUN" ]; then ROW[torch_test]="skipped (no mpirun)"
-elif ! (cd / && timeout 60 python3 -c "import asyncps" >"$WORK/import.txt" 2>&1); then
+elif [ "$pyok" != 1 ]; then
   ROW[torch_test]="skipped (asyncps does not import here: $(tail -1 "$WORK/import.txt"))"
 else
-  pyok=1
   timeout 300 "${MPI[@]}" -np 2 python3 "$REPO/tests/python/test_torch_gpu.py" 2>&1 | tee "$WORK/test_torch_gpu.txt" | tail -15
   status torch_test "${PIPESTATUS[0]}"
 fi
 echo "${ROW[torch_test]}"
 publish
+fi
 
 # ---- 2. training -------------------------------------------------------------------------------
 # train W STEPS TAG [extra flags]: fills ROW[train_TAG] with samples/s, accuracy and the GPU's and
@@ -167,12 +172,15 @@ train() {
   echo "${ROW[train_$tag]}"
   publish
 }
-train 1 20000 w1 --timeline "$WORK/timeline_w1.json"
-train 2 20000 w2
-train 4 20000 w4
-train 1 1000 w1_1000steps
-MPS_NOTE="no nvidia-cuda-mps-control on this machine"
-if command -v nvidia-cuda-mps-control >/dev/null; then
+if part train; then
+  train 1 20000 w1 --timeline "$WORK/timeline_w1.json"
+  train 2 20000 w2
+  train 4 20000 w4
+  train 1 1000 w1_1000steps
+fi
+MPS_NOTE="not run"
+part mps && MPS_NOTE="no nvidia-cuda-mps-control on this machine"
+if part mps && command -v nvidia-cuda-mps-control >/dev/null; then
   export CUDA_MPS_PIPE_DIRECTORY=$WORK/mps_pipe CUDA_MPS_LOG_DIRECTORY=$WORK/mps_log
   mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
   if timeout 20 nvidia-cuda-mps-control -d; then
@@ -190,7 +198,9 @@ echo "MPS: $MPS_NOTE"
 
 # ---- 3. step benchmark -------------------------------------------------------------------------
 : >"$WORK/bench_results.txt"
-for batch in 128 1024 4096; do
+part bench && for batch in 128 1024 4096; do
+  say "bench_gpu_kernels $batch (the fused step's passes, GPU time each)"
+  timeout 60 "$BIN/bench_gpu_kernels" "$batch" 2>&1 | tee "$WORK/bench_gpu_kernels_$batch.txt"
   say "bench_gpu_step $batch"
   timeout 120 "$BIN/bench_gpu_step" "$batch" 1 2>&1 | tee "$WORK/bench_gpu_step_$batch.txt" | grep -E "RESULT|FAILED|forward"
   rc=${PIPESTATUS[0]}
@@ -198,20 +208,24 @@ for batch in 128 1024 4096; do
   grep -E '^(RESULT|FAILED)' "$WORK/bench_gpu_step_$batch.txt" >>"$WORK/bench_results.txt"
 done
 publish
-say "bench/torch_mnist_gpu.py"
-timeout 300 python3 "$REPO/bench/torch_mnist_gpu.py" --batch 128 1024 4096 --seconds 1 2>&1 | tee "$WORK/torch_mnist_gpu.txt" |
-  grep -E "^(RESULT|SKIP|BEST|torch)"
-grep -E '^(RESULT|SKIP)' "$WORK/torch_mnist_gpu.txt" >>"$WORK/bench_results.txt"
-publish
+if part torch; then
+  say "bench/torch_mnist_gpu.py"
+  timeout 300 python3 "$REPO/bench/torch_mnist_gpu.py" --batch 128 1024 4096 --seconds 1 2>&1 | tee "$WORK/torch_mnist_gpu.txt" |
+    grep -E "^(RESULT|SKIP|BEST|torch)"
+  grep -E '^(RESULT|SKIP)' "$WORK/torch_mnist_gpu.txt" >>"$WORK/bench_results.txt"
+  publish
+fi
 
 # ---- 4. the PyTorch example on the GPU ---------------------------------------------------------
+if part example; then
 say "apps/python/mnist_torch.py --device cuda"
 if [ "$pyok" = 1 ]; then
   timeout 240 "${MPI[@]}" -np 2 python3 "$REPO/apps/python/mnist_torch.py" --device cuda --steps 1000 \
     --data_dir "$DATA" 2>&1 | tee "$WORK/mnist_torch_cuda.txt" | tail -4
   status torch_example "${PIPESTATUS[0]}" "$(grep -io "test accuracy [0-9.]*" "$WORK/mnist_torch_cuda.txt" | tail -1)"
 else
-  ROW[torch_example]="${ROW[torch_test]}"
+  ROW[torch_example]="skipped (asyncps does not import here: $(tail -1 "$WORK/import.txt"))"
+fi
 fi
 
 # ---- summary -----------------------------------------------------------------------------------

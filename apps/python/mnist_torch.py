@@ -17,6 +17,15 @@ tutorial_mnist.py beside this file (shared with PyTorch's own baseline, bench/to
 step, TF1's warm-up; trend-corrected like mnist_async's, 2*EMA - EMA(EMA), unless --ema_correction
 none) on the servers, so checkpoints (--logdir) hold it. At the end the chief prints
 the test accuracy (plain and EMA) and samples/s, and with --json one JSON line.
+
+--device cuda puts each worker's model and its training set on cuda:(L % the devices torch sees),
+L the rank's index among the job's processes on its host, read from the launcher's environment
+(OMPI_COMM_WORLD_LOCAL_RANK, MPI_LOCALRANKID, SLURM_LOCALID; 0 when none is set): the workers of one
+host, consecutive ranks, get different devices while there are enough. The loop is the same: the
+arena has a pinned host copy, and AsyncOptimizer copies the pulled parameters to the device and the
+update back, one copy each per step. The serving ranks (known from OMPI_COMM_WORLD_RANK, PMI_RANK,
+PMIX_RANK or SLURM_PROCID) keep their copy on the CPU; a worker where torch sees no CUDA device ends
+the job with one 'asyncps: --device cuda: ...' line.
 """
 import argparse
 import json
@@ -43,6 +52,30 @@ def average_into(out, level, smooth, correction):
         out[:] = level
 
 
+def env_int(*names):
+    """The first of these environment variables that holds an integer (the launcher's), or None."""
+    for name in names:
+        value = os.environ.get(name, "")
+        if value.isdigit():
+            return int(value)
+    return None
+
+
+def pick_device(kind, servers):
+    """The torch.device of this rank's model: the CPU, or for --device cuda on a worker rank
+    cuda:(node-local rank % device count)."""
+    if kind == "cpu":
+        return torch.device("cpu")
+    rank = env_int("OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID")
+    if rank is not None and rank < servers:
+        return torch.device("cpu")  # a serving rank: its copy only starts the servers' parameters
+    if not torch.cuda.is_available():
+        why = "is built without CUDA" if torch.version.cuda is None else "sees no CUDA device on this host"
+        asyncps.abort_job(f"--device cuda: torch {torch.__version__} {why}", 1)
+    local = env_int("OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID") or 0
+    return torch.device("cuda", local % torch.cuda.device_count())
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data_dir", default=os.path.join(os.path.dirname(__file__), "..", "..", "data", "mnist"))
@@ -64,10 +97,13 @@ def main():
     ap.add_argument("--threads", type=int, default=1, help="torch threads per worker")
     ap.add_argument("--log_every", type=int, default=50, help="the chief logs (and stores its EMA) every N local steps")
     ap.add_argument("--json", action="store_true", help="the chief also prints one JSON line")
+    ap.add_argument("--device", default="cpu", choices=("cpu", "cuda"),
+                    help="where a worker's model and batches live; cuda: cuda:(node-local rank %% device count)")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
+    device = pick_device(args.device, args.ps)
 
-    net = build_model(args.seed)  # every rank draws the same; the servers' copy is the one used
+    net = build_model(args.seed).to(device)  # every rank draws the same; the servers' copy is the one used
     # The optimizer line: a torch.optim optimizer, wrapped. The wrapper makes the Session, and on
     # the serving ranks serves the parameters until the job ends (exit_servers=False: it returns there).
     opt = torch.optim.SGD(net.parameters(), lr=args.learning_rate, momentum=args.momentum)
@@ -82,7 +118,8 @@ def main():
 
     session, w = opt.session, opt.worker
     (train_x, train_y), _, (test_x, test_y) = load_mnist(args.data_dir)
-    train_x, train_y = torch.from_numpy(train_x).view(-1, 1, 28, 28), torch.from_numpy(train_y)
+    train_x = torch.from_numpy(train_x).view(-1, 1, 28, 28).to(device)  # (on a GPU: copied there once)
+    train_y = torch.from_numpy(train_y).to(device)
     rng = np.random.default_rng(args.seed * 1000003 + session.worker_index)
     perm, pos = rng.permutation(len(train_x)), 0
     params = opt.arena.params  # the module's parameters, as one numpy array (no copy)
@@ -96,7 +133,7 @@ def main():
     while not opt.done:  # the loop's condition: the job's global step limit
         if pos + args.batch > len(perm):
             perm, pos = np.concatenate([perm[pos:], rng.permutation(len(train_x))]), 0
-        idx = torch.from_numpy(perm[pos:pos + args.batch])
+        idx = torch.from_numpy(perm[pos:pos + args.batch]).to(device)
         pos += args.batch
         for g in opt.param_groups:  # the tutorial's schedule, by the global step of these parameters
             g["lr"] = lr_at(opt.global_step, args.batch, args.learning_rate, args.decay)
@@ -135,13 +172,15 @@ def main():
         final = w.global_step
         acc = accuracy(net, test_x, test_y)
         params[:] = ema
+        opt.arena.params_to_device()  # (the module's copy on a GPU; on the CPU params is the module)
         acc_ema = accuracy(net, test_x, test_y)
         samples = final * args.batch * (session.num_workers if args.mode == "sync" else 1)
         st = w.staleness  # the chief's own updates
         print(f"Done: {final} global steps by {session.num_workers} worker(s) in {wall:.2f} s: "
               f"{samples / wall:.0f} samples/s; test accuracy {acc:.4f} (EMA {acc_ema:.4f})", flush=True)
         if args.json:
-            print(json.dumps({"impl": "asyncps-python", "workers": session.num_workers, "servers": session.num_servers,
+            print(json.dumps({"impl": "asyncps-python", "device": str(device),
+                              "workers": session.num_workers, "servers": session.num_servers,
                               "mode": args.mode, "global_steps": final, "wall_seconds": round(wall, 4),
                               "samples_per_sec": round(samples / wall, 1), "test_accuracy": acc,
                               "test_accuracy_ema": acc_ema, "chief_staleness_mean": st["mean"],

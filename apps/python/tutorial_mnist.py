@@ -77,10 +77,12 @@ def lr_at(step, batch, base=0.01, decay=0.99):
 
 
 def accuracy(net, x, y):
-    """Fraction of (x, y) classified right; x: numpy or tensor images (N, 28, 28) or (N, 1, 28, 28)."""
+    """Fraction of (x, y) classified right; x: numpy or tensor images (N, 28, 28) or (N, 1, 28, 28)
+    (each chunk of them goes to the device of net's parameters)."""
+    dev = next(net.parameters()).device
     with torch.no_grad():
         correct = 0
         for i in range(0, len(x), 1000):
-            xb = torch.as_tensor(x[i:i + 1000]).view(-1, 1, 28, 28)
-            correct += int((net(xb).argmax(1) == torch.as_tensor(y[i:i + 1000])).sum())
+            xb = torch.as_tensor(x[i:i + 1000]).view(-1, 1, 28, 28).to(dev)
+            correct += int((net(xb).argmax(1) == torch.as_tensor(y[i:i + 1000]).to(dev)).sum())
     return correct / len(x)

@@ -5,12 +5,17 @@
     session = asyncps.Session(arena.layout)
     ...
     w.pull(arena.params)                            # the parameters ARE the arena: no copy
-    arena.zero_grad(); loss.backward()              # gradients accumulate into arena.grads
+    arena.params_to_device()                        # (a CUDA model: one copy of the arena to it)
+    arena.zero_grad(); loss.backward()              # gradients accumulate into arena.grads_tensor
+    arena.grads_to_host()                           # (a CUDA model: one copy back, waited for)
     w.push(arena.grads, -lr)
 
 Every parameter's .data becomes a view of arena.params_tensor and its .grad a view of
-arena.grads_tensor, both contiguous float32 on the CPU; arena.params / arena.grads are numpy
-views of the same memory (what WorkerClient's calls take). The layout names the tensors as
+arena.grads_tensor, both contiguous float32 on the module's device (the CPU or one CUDA device).
+arena.params / arena.grads are numpy views of the host side (what WorkerClient's calls take): on
+the CPU the same memory as the module's, so params_to_device() and grads_to_host() do nothing; for
+a module on a CUDA device two flat page-locked (pinned) host tensors, host_params_tensor and
+host_grads_tensor, which those two calls copy whole, one copy each. The layout names the tensors as
 model.named_parameters() does, in that order, so every rank that builds the same model builds the
 same layout. Keep the gradients where they are: zero them with arena.zero_grad() (or
 optimizer.zero_grad(set_to_none=False)); set_to_none would detach them from the arena.
@@ -19,7 +24,7 @@ An embedding table too large to copy (Layout.add_table) is served to the model b
 TableEmbeddingBag, an nn.EmbeddingBag whose weight is an asyncps.EmbeddingTable on the servers:
 
     bag = asyncps.torch.TableEmbeddingBag(asyncps.EmbeddingTable(w, "ids"), mode="sum")
-    out = bag(ids)                      # pulls only the rows of this batch's ids
+    out = bag(ids)                      # pulls only the rows of this batch's ids (to the ids' device)
     loss.backward()                     # the gradient of those rows, kept in the module
     bag.push(-lr)                       # push_rows: each row once, duplicates summed
 """
@@ -32,33 +37,119 @@ from . import EmbeddingTable as _EmbeddingTable
 from . import Layout as _Layout
 
 
+def _host_buffer(n, pin, zero=False):
+    """(n float32 on the host, pinned): page-locked when `pin` and torch can pin memory (it takes
+    CUDA: a CPU-only torch cannot), ordinary host memory otherwise."""
+    t, pinned = None, False
+    if pin:
+        try:
+            t = _torch.empty(n, dtype=_torch.float32, pin_memory=True)
+            pinned = bool(t.is_pinned())
+        except Exception:  # noqa: BLE001  (a CPU-only torch: RuntimeError "Pinned memory requires CUDA")
+            pass
+    if t is None:
+        t = _torch.empty(n, dtype=_torch.float32)
+    return (t.zero_() if zero else t), pinned
+
+
 class ModuleArena:
-    def __init__(self, module):
+    """ModuleArena(module, host_mirror=None): the module's trainable parameters and their gradients
+    rebound as views of two flat float32 tensors, params_tensor and grads_tensor, on the module's
+    device; layout names them. arena.params / arena.grads are numpy views of the host side of them,
+    the buffers WorkerClient's pull and push take.
+
+    - A module on the CPU (host_mirror None or False): the host side is params_tensor and
+      grads_tensor themselves; params_to_device(), grads_to_host() and params_to_host() do nothing.
+    - A module on one CUDA device (host_mirror None or True): the host side is two more flat
+      tensors, host_params_tensor and host_grads_tensor, page-locked (arena.pinned). After a pull
+      into arena.params, params_to_device() copies the whole arena to the device (one copy,
+      non_blocking, on the device's current stream); before a push, grads_to_host() copies the
+      whole gradient to the host (one copy) and waits for it. params_to_host() copies the
+      parameters back (after the module changed them on the device) and waits.
+    - host_mirror=True on a CPU module keeps the separate host side too (pinned when torch can pin
+      memory, ordinary memory otherwise): the CUDA path's moves, on the CPU.
+
+    Parameters on several devices, on a device that is neither the CPU nor CUDA, or of another
+    dtype than float32 are a ValueError.
+    """
+
+    def __init__(self, module, host_mirror=None):
+        if host_mirror is not None and not isinstance(host_mirror, bool):
+            raise TypeError(f"asyncps: ModuleArena: host_mirror must be None or a bool "
+                            f"(got {type(host_mirror).__name__})")
         named = [(n, p) for n, p in module.named_parameters() if p.requires_grad]
         if not named:
             raise ValueError("asyncps: ModuleArena: the module has no trainable parameters")
-        self.layout = _Layout()
-        offsets = []
         for name, p in named:
-            if p.dtype != _torch.float32 or p.device.type != "cpu":
-                raise ValueError(f"asyncps: ModuleArena: parameter {name} is {p.dtype} on {p.device}; "
-                                 "the arena holds float32 on the CPU (model.float().cpu())")
-            offsets.append(self.layout.add(name, tuple(p.shape) if p.dim() else (1,)))
+            if p.dtype != _torch.float32:
+                raise ValueError(f"asyncps: ModuleArena: parameter {name} is {p.dtype}; the arena holds float32 "
+                                 "(model.float())")
+        first = {}  # each device, and the first parameter on it
+        for name, p in named:
+            first.setdefault(p.device, name)
+        if len(first) > 1:
+            where = ", ".join(f"{name} on {d}" for d, name in first.items())
+            raise ValueError(f"asyncps: ModuleArena: the parameters are on {len(first)} devices ({where}); "
+                             "the arena is one flat tensor on one device (model.to(device))")
+        device = next(iter(first))
+        if device.type not in ("cpu", "cuda"):
+            raise ValueError(f"asyncps: ModuleArena: the parameters are on {device}; the arena is on the CPU "
+                             "or one CUDA device")
+        if host_mirror is False and device.type != "cpu":
+            raise ValueError(f"asyncps: ModuleArena: host_mirror=False with the parameters on {device}: the "
+                             "workers' buffers are on the host, so a module on a device needs the host mirror")
+        self.device = device
+        self.mirrored = device.type != "cpu" if host_mirror is None else host_mirror
+        self._cuda = device.type == "cuda"
+        self.layout = _Layout()
+        offsets = [self.layout.add(name, tuple(p.shape) if p.dim() else (1,)) for name, p in named]
         n = self.layout.size
-        self.params_tensor = _torch.empty(n, dtype=_torch.float32)
-        self.grads_tensor = _torch.zeros(n, dtype=_torch.float32)
+        self.params_tensor = _torch.empty(n, dtype=_torch.float32, device=device)
+        self.grads_tensor = _torch.zeros(n, dtype=_torch.float32, device=device)
         with _torch.no_grad():
             for (name, p), off in zip(named, offsets):
                 k = p.numel()
                 self.params_tensor[off:off + k].copy_(p.detach().reshape(-1))
                 p.data = self.params_tensor[off:off + k].view_as(p)
                 p.grad = self.grads_tensor[off:off + k].view_as(p)
-        self.params = self.params_tensor.numpy()  # shares the memory
-        self.grads = self.grads_tensor.numpy()
+        if self.mirrored:
+            self.host_params_tensor, self.pinned = _host_buffer(n, pin=True)
+            self.host_grads_tensor, _ = _host_buffer(n, pin=self.pinned, zero=True)
+            self.host_params_tensor.copy_(self.params_tensor)  # the module's parameters on the host too
+        else:
+            self.host_params_tensor, self.host_grads_tensor, self.pinned = self.params_tensor, self.grads_tensor, False
+        self.params = self.host_params_tensor.numpy()  # shares the memory
+        self.grads = self.host_grads_tensor.numpy()
         self._named = named
 
+    def params_to_device(self):
+        """After a pull into arena.params: the whole arena to the module's device, one copy
+        (non_blocking from pinned memory, queued on the device's current stream: what runs on the
+        device after it sees the new parameters). Nothing on a CPU arena. arena.params must not be
+        written again before the copy has run: grads_to_host(), params_to_host(), the sum of a
+        loss read on the host, torch.cuda.synchronize() all wait for it."""
+        if self.mirrored:
+            self.params_tensor.copy_(self.host_params_tensor, non_blocking=self.pinned)
+
+    def grads_to_host(self):
+        """Before a push of arena.grads: the whole gradient to the host, one copy, waited for.
+        Nothing on a CPU arena."""
+        if self.mirrored:
+            self._to_host(self.host_grads_tensor, self.grads_tensor)
+
+    def params_to_host(self):
+        """The module's parameters (changed on the device) to arena.params, one copy, waited for.
+        Nothing on a CPU arena."""
+        if self.mirrored:
+            self._to_host(self.host_params_tensor, self.params_tensor)
+
+    def _to_host(self, host, device):
+        host.copy_(device, non_blocking=self.pinned)
+        if self._cuda:  # (the copy was queued on this stream, after everything that computed `device`)
+            _torch.cuda.current_stream(self.device).synchronize()
+
     def zero_grad(self):
-        """Zeroes every gradient in place (one memset of the arena)."""
+        """Zeroes every gradient in place (one memset of the arena, on its device)."""
         self.grads_tensor.zero_()
 
     def check_bound(self):
@@ -73,7 +164,9 @@ class ModuleArena:
                                  "(zero_grad(set_to_none=True)?): use arena.zero_grad()")
 
     def __repr__(self):
-        return f"ModuleArena({len(self._named)} tensors, {self.layout.size} floats)"
+        where = "" if self.device.type == "cpu" and not self.mirrored else \
+            f", on {self.device}, host mirror {'pinned' if self.pinned else 'not pinned'}"
+        return f"ModuleArena({len(self._named)} tensors, {self.layout.size} floats{where})"
 
 
 class TableEmbeddingBag(_torch.nn.Module):
@@ -89,6 +182,11 @@ class TableEmbeddingBag(_torch.nn.Module):
     discard() drops them unsent. The module has no parameters of its own: ModuleArena skips it,
     and optimizers never see the table (its optimizer is the table's: 'sgd' or 'adagrad', scale =
     -learning rate). padding_idx and max_norm are not supported.
+
+    Ids on a CUDA device: the distinct ids are found there and copied to the host, their rows are
+    pulled into pinned host memory and copied to the ids' device (one copy each way), where the bag
+    is computed (offsets and per_sample_weights belong on that device too); push() copies the
+    rows' gradient to the host (one copy) before it sends it.
     """
 
     def __init__(self, table, mode="mean", include_last_offset=False):
@@ -124,8 +222,14 @@ class TableEmbeddingBag(_torch.nn.Module):
         if input.dim() not in (1, 2):
             raise ValueError(f"asyncps: TableEmbeddingBag: input must be 1-D (with offsets) or 2-D, "
                              f"got {input.dim()}-D")
-        keys, inverse = _torch.unique(input.reshape(-1).to(_torch.int64).cpu(), return_inverse=True)
-        rows = _torch.from_numpy(self.table.pull_rows(keys))  # (distinct ids, dim)
+        keys, inverse = _torch.unique(input.reshape(-1).to(_torch.int64), return_inverse=True)  # on the ids' device
+        if input.device.type == "cpu":
+            rows = _torch.from_numpy(self.table.pull_rows(keys))  # (distinct ids, dim)
+        else:  # the distinct keys to the host (one copy), their rows pulled into pinned memory, to the device
+            keys = keys.cpu()
+            host, _ = _host_buffer(len(keys) * self.embedding_dim, pin=True)
+            self.table.pull_rows(keys, out=host.numpy())
+            rows = host.view(len(keys), self.embedding_dim).to(input.device, non_blocking=True)
         rows.requires_grad_(_torch.is_grad_enabled())
         if rows.requires_grad:
             self._looked_up.append((keys, rows))
@@ -139,8 +243,8 @@ class TableEmbeddingBag(_torch.nn.Module):
         looked_up, self._looked_up = self._looked_up, []
         rows = 0
         for keys, r in looked_up:
-            if r.grad is not None:
-                rows += self.table.push_rows(keys, r.grad.contiguous(), scale).rows
+            if r.grad is not None:  # (on a device: one copy of the rows' gradient to the host, waited for)
+                rows += self.table.push_rows(keys, r.grad.contiguous().cpu(), scale).rows
         return rows
 
     def discard(self):
@@ -188,6 +292,13 @@ class AsyncOptimizer:
     (every worker's updates in); opt.finish() (or the program's end) then finishes the worker,
     collective with the servers.
 
+    A module on a CUDA device (every parameter on the same one) trains there with the same loop:
+    its arena has a pinned host mirror (ModuleArena), each pull is followed by one copy of the whole
+    arena to the device (arena.params_to_device()), and the wrapped optimizer's step runs on the
+    device, where the update is computed and then copied to the host in one copy to be pushed
+    (the gradients stay on the device). host_mirror is ModuleArena's (True on a CPU module runs
+    that path on the CPU).
+
     Momentum under asynchrony (mnist_async's --momentum_correction; tau is this worker's mean
     staleness, W - 1 until 20 updates are measured, 0 in sync mode):
     - "predict" (the default): weight prediction. When an optimizer group has momentum, the
@@ -205,9 +316,8 @@ class AsyncOptimizer:
     """
 
     def __init__(self, optimizer, module, *, steps, momentum_correction="predict", weight_prediction=False,
-                 exit_servers=True, comm=None, **session_options):
+                 exit_servers=True, comm=None, host_mirror=None, **session_options):
         import sys as _sys
-        import numpy as _np
         from . import ParameterServer as _ParameterServer
         from . import Session as _Session
         from . import WorkerClient as _WorkerClient
@@ -229,7 +339,7 @@ class AsyncOptimizer:
             raise ValueError("asyncps: AsyncOptimizer: weight_prediction is for async and ssp: a sync round's "
                              "parameters do not move while it computes")
         self.optimizer = optimizer
-        self.arena = ModuleArena(module)
+        self.arena = ModuleArena(module, host_mirror=host_mirror)
         # every tensor the optimizer updates must be one of the module's (now the arena's)
         mine = {id(p) for _, p in self.arena._named}
         for g in optimizer.param_groups:
@@ -243,19 +353,24 @@ class AsyncOptimizer:
         self.worker, self.server, self.last_end = None, None, None
         self.done, self._step = True, None
         if self.is_server:
-            self.server = _ParameterServer(self.session, self.arena.params)
+            self.server = _ParameterServer(self.session, self.arena.params)  # (the module's parameters, on the host)
             self.server.serve()
             if exit_servers:
                 _sys.exit(3 if self.server.halted else 0)
             return
         self.worker = _WorkerClient(self.session)
         self._mu = [g.get("momentum") for g in optimizer.param_groups]  # the momentum asked for, per group
-        self._before = _np.empty_like(self.arena.params)
-        self._update = _np.empty_like(self.arena.params)
+        # The arena-sized work buffers live where the module does (its device): the update is
+        # computed there and, on a device, copied to one pinned host buffer to be pushed.
+        n, dev = self.arena.layout.size, self.arena.device
+        self._before = _torch.empty(n, dtype=_torch.float32, device=dev)
+        self._update = _torch.empty(n, dtype=_torch.float32, device=dev)
+        self._update_host_tensor = _host_buffer(n, pin=self.arena.pinned)[0] if self.arena.mirrored else None
+        self._update_host = None if self._update_host_tensor is None else self._update_host_tensor.numpy()
         # weight prediction: the parameters pulled, and the update this worker last pushed
         self._predicts = weight_prediction or (momentum_correction == "predict" and any(self._mu))
-        self._pulled = _np.empty_like(self.arena.params) if self._predicts else None
-        self._pushed = _np.empty_like(self.arena.params) if self._predicts else None
+        self._pulled = _torch.empty(n, dtype=_torch.float32, device=dev) if self._predicts else None
+        self._pushed = _torch.empty(n, dtype=_torch.float32, device=dev) if self._predicts else None
         self._have_pushed, self._ahead = False, False
         self._next()
 
@@ -270,9 +385,10 @@ class AsyncOptimizer:
 
     @property
     def pulled(self):
-        """The parameters pulled for this step, as one numpy array (the module's own, unless weight
-        prediction moved the module to the predicted ones)."""
-        return self._pulled if self._ahead else self.arena.params
+        """The parameters pulled for this step, as one numpy array on the host (the module's own,
+        unless weight prediction moved the module to the predicted ones; with a host mirror, a
+        module on a device, it is always arena.params: the prediction is made on the device)."""
+        return self._pulled.numpy() if self._ahead and not self.arena.mirrored else self.arena.params
 
     def _staleness(self):
         if self.session.mode == "sync":
@@ -285,19 +401,22 @@ class AsyncOptimizer:
         self.arena.zero_grad()
 
     def _next(self):
-        self._step = self.worker.begin_step(self.arena.params, self.steps)  # pulls into the module
+        arena = self.arena
+        self._step = self.worker.begin_step(arena.params, self.steps)  # pulls into the module (its host side)
         if self._step is None:
             self.done = True
             self.worker.drain()  # every worker's updates are in
-            self.worker.pull(self.arena.params)
+            self.worker.pull(arena.params)
+            arena.params_to_device()
         else:
             self.done = False
+            arena.params_to_device()  # (a module on a device: one copy of the arena; on the CPU nothing)
             tau = self._staleness() if self._predicts and self._have_pushed else 0.0
             self._ahead = tau > 0
             if self._ahead:  # the module to the predicted parameters: pulled + tau * (the last update)
-                self._pulled[:] = self.arena.params
-                params = self.arena.params_tensor
-                params.add_(_torch.from_numpy(self._pushed), alpha=tau)
+                params = arena.params_tensor
+                self._pulled.copy_(params)
+                params.add_(self._pushed, alpha=tau)
 
     def finish(self):
         """Finishes the worker (collective with the servers' serve(); also done at exit). After
@@ -320,11 +439,19 @@ class AsyncOptimizer:
     def _scale_groups(self, scaled):
         """Multiplies each momentum group's part of the update by its push scale."""
         base = self.arena.params_tensor.data_ptr()
-        update = _torch.from_numpy(self._update)
+        update = self._update
         for g, scale in scaled:
             for p in g["params"]:
                 off = (p.data_ptr() - base) // 4  # (ModuleArena: every parameter is a view of the arena)
                 update[off:off + p.numel()].mul_(scale)
+
+    def _update_to_push(self):
+        """The update as the numpy buffer end_step takes: the arena's own memory on the CPU; on a
+        device one copy of it to the pinned host buffer, waited for."""
+        if not self.arena.mirrored:
+            return self._update.numpy()
+        self.arena._to_host(self._update_host_tensor, self._update)
+        return self._update_host
 
     def step(self, closure=None):
         """One worker step: the wrapped optimizer's update of the pulled parameters, pushed; then
@@ -332,28 +459,31 @@ class AsyncOptimizer:
         if self.worker is None or self.done:
             raise RuntimeError("asyncps: AsyncOptimizer.step: the job is done (opt.done)" if self.worker is not None
                                else "asyncps: AsyncOptimizer.step on a server rank")
-        grads = self.arena.grads_tensor
+        arena = self.arena
+        grads = arena.grads_tensor  # (where the module's gradients are: on its device)
         if (closure is None and not _math.isfinite(float(grads.sum()))  # (one pass; the exact test only then:
                 and not bool(_torch.isfinite(grads).all())):            # a sum of finite values can overflow)
             # a NaN or Inf gradient: the wrapped optimizer does not step (its momentum or moments
             # would stay NaN for good); the step ends as a non-finite update, nothing pushed
             if self._ahead:
-                self.arena.params[:] = self._pulled
+                arena.params_tensor.copy_(self._pulled)
                 self._ahead = False
-            self._update.fill(_math.nan)  # (refused by end_step's guard whatever the gradient holds)
-            self.last_end = self.worker.end_step(self._update, 1.0)
+            update = self._update_host if arena.mirrored else self._update.numpy()
+            update.fill(_math.nan)  # (refused by end_step's guard whatever the gradient holds)
+            self.last_end = self.worker.end_step(update, 1.0)
             self._next()
             return None
         scaled = self._correct_momentum()
+        params = arena.params_tensor
         if self._ahead:  # the gradient was taken at the predicted parameters; the update is of the pulled
-            self.arena.params[:] = self._pulled
+            params.copy_(self._pulled)
             self._ahead = False
-        self._before[:] = self.arena.params
+        self._before.copy_(params)
         loss = self.optimizer.step(closure)  # updates the module's parameters in place (the arena)
-        _torch.sub(self.arena.params_tensor, _torch.from_numpy(self._before), out=_torch.from_numpy(self._update))
+        _torch.sub(params, self._before, out=self._update)
         if scaled:
             self._scale_groups(scaled)
-        self.last_end = self.worker.end_step(self._update, 1.0)  # the servers add it (a non-finite one: not pushed)
+        self.last_end = self.worker.end_step(self._update_to_push(), 1.0)  # the servers add it (non-finite: not pushed)
         if self._predicts and self.last_end.applied:  # (a swap: _update is rewritten whole next step)
             self._pushed, self._update = self._update, self._pushed
             self._have_pushed = True

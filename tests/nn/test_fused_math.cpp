@@ -32,14 +32,17 @@ std::vector<float> fused_step(int B, const std::vector<T>& X, const std::vector<
                               const std::vector<std::int32_t>& rows, const std::vector<float>& P,
                               std::vector<float>* logits_out = nullptr) {
   const auto nb = static_cast<std::size_t>(B);
-  std::vector<float> p1(nb * f::kP1), dp1(p1.size()), p2(nb * f::kP2), dp2(p2.size()), logits(nb * f::kK),
+  std::vector<float> x(nb * 784), p1(nb * f::kP1), dp1(p1.size()), p2(nb * f::kP2), dp2(p2.size()), logits(nb * f::kK),
       dlogits(logits.size()), loss(nb), partial(static_cast<std::size_t>(f::PartialLayout(B).size()), NAN),
       out(f::kParams + 1, NAN);
   std::vector<std::uint8_t> a1(p1.size(), 9), a2(p2.size(), 9);
   // one sample per "block", its inputs staged as the kernels stage them in shared memory
   std::vector<float> img(784);
   for (long b = 0; b < B; ++b) {
-    for (int p = 0; p < 784; ++p) img[static_cast<std::size_t>(p)] = f::image_pixel(b, p, X.data(), rows.data());
+    for (int p = 0; p < 784; ++p) {
+      img[static_cast<std::size_t>(p)] = f::image_pixel(b, p, X.data(), rows.data());
+      x[static_cast<std::size_t>(b * 784 + p)] = img[static_cast<std::size_t>(p)];
+    }
     for (int q = 0; q < f::kP1; ++q)
       f::conv1_pool_cell(q, img.data(), P.data() + f::kW1, P.data() + f::kB1, p1.data() + b * f::kP1, a1.data() + b * f::kP1);
   }
@@ -47,16 +50,24 @@ std::vector<float> fused_step(int B, const std::vector<T>& X, const std::vector<
     for (int q = 0; q < f::kP2; ++q)
       f::conv2_pool_cell(q, p1.data() + b * f::kP1, P.data() + f::kW2, P.data() + f::kB2, p2.data() + b * f::kP2,
                          a2.data() + b * f::kP2);
-  for (long i = 0; i < static_cast<long>(logits.size()); ++i) f::fc(i, p2.data(), P.data(), logits.data());
+  float lanes[f::kLanes];  // one warp's lanes, combined in the device's tree order
+  for (long b = 0; b < B; ++b)
+    for (int j = 0; j < f::kK; ++j) {
+      for (int l = 0; l < f::kLanes; ++l) lanes[l] = f::fc_lane(b, j, l, p2.data(), P.data());
+      logits[static_cast<std::size_t>(b * f::kK + j)] = f::tree32(lanes) + P[static_cast<std::size_t>(f::kBf + j)];
+    }
   for (long b = 0; b < B; ++b) f::xent(b, B, logits.data(), labels.data(), rows.data(), loss.data(), dlogits.data());
   for (long i = 0; i < static_cast<long>(dp2.size()); ++i) f::fc_back(i, dlogits.data(), P.data(), dp2.data());
   for (long b = 0; b < B; ++b)
     for (int q = 0; q < f::kP1; ++q)
       f::conv2_back_cell(q, dp2.data() + b * f::kP2, a2.data() + b * f::kP2, P.data() + f::kW2, dp1.data() + b * f::kP1);
   for (long t = 0; t < f::PartialLayout(B).threads(); ++t)
-    f::wgrad_partial(t, B, X.data(), rows.data(), p1.data(), a1.data(), dp1.data(), p2.data(), a2.data(), dp2.data(),
+    f::wgrad_partial(t, B, x.data(), p1.data(), a1.data(), dp1.data(), p2.data(), a2.data(), dp2.data(),
                      dlogits.data(), loss.data(), partial.data());
-  for (long i = 0; i <= f::kParams; ++i) f::reduce_partials(i, B, partial.data(), out.data());
+  for (long i = 0; i <= f::kParams; ++i) {
+    for (int l = 0; l < f::kLanes; ++l) lanes[l] = f::reduce_lane(i, l, B, partial.data());
+    out[static_cast<std::size_t>(i)] = f::reduced_value(i, B, f::tree32(lanes));
+  }
   if (logits_out) *logits_out = logits;
   return out;
 }
@@ -103,10 +114,10 @@ void check_against_cpu(const std::vector<float>& fused, const std::vector<float>
 
 TEST_CASE("the fused GPU step's arithmetic equals the cpu backend on byte and float datasets", "[fused]") {
   const Data data = make_data(300, 5);
-  auto cpu = nn::make_cpu_backend(200);
-  // one chunk per sample (B <= 16), several samples a chunk with a shorter last one (130: 2 a
-  // chunk for conv1 and conv2, 9 for fc; 200: 2, 4 and 13), whole chunks
-  for (const int B : {1, 7, 33, 130, 200}) {
+  auto cpu = nn::make_cpu_backend(300);
+  // chunks shorter than a sample (conv1 and conv2 below ~1024 and ~256 samples), a shorter last
+  // chunk (fc at 7, 33, 130, 200), chunks that span samples (300: conv2 58 terms a chunk)
+  for (const int B : {1, 7, 33, 130, 200, 300}) {
     CAPTURE(B);
     std::vector<std::int32_t> rows;
     std::mt19937 rng(static_cast<std::uint32_t>(B));
@@ -177,11 +188,11 @@ TEST_CASE("the partials' buffer sized for max_batch holds the partials of every 
     CAPTURE(max_batch);
     for (int B = 1; B <= max_batch; ++B) REQUIRE(f::PartialLayout(B).size() <= f::partial_floats(max_batch));
   }
-  // at most the target number of chunks, none empty
-  for (int B = 1; B <= 5000; B += 7) {
-    const f::Chunking c(B, f::kTarget2);
-    REQUIRE(c.n <= f::kTarget2);
-    REQUIRE(c.begin(c.n - 1) < B);
-    REQUIRE(c.end(c.n - 1, B) == B);
+  // at most the target number of chunks, none empty, the last ending at the last term
+  for (long terms = 1; terms <= 300000; terms += 997) {
+    const f::Chunking c(terms, f::kTarget1);
+    REQUIRE(c.n <= f::kTarget1);
+    REQUIRE(c.begin(c.n - 1) < terms);
+    REQUIRE(c.end(c.n - 1, terms) == terms);
   }
 }

@@ -45,12 +45,12 @@ const nn::GpuOptions kConfigs[] = {{nn::GpuKernels::fused, true},
                                    {nn::GpuKernels::cudnn, true},
                                    {nn::GpuKernels::cudnn, false}};
 
-void check_grads(const std::vector<float>& gg, const std::vector<float>& gc) {
+void check_grads(const std::vector<float>& gg, const std::vector<float>& gc, double tolerance = 1e-4) {
   std::size_t off = 0;
   for (const auto& t : nn::mnist_cnn_tensors()) {
     const double e = rel_error(gg, gc, off, t.size());
     CAPTURE(t.name, e);
-    CHECK(e <= 1e-4);
+    CHECK(e <= tolerance);
     off += t.size();
   }
   for (float g : gg) REQUIRE(std::isfinite(g));
@@ -98,6 +98,10 @@ TEST_CASE("every gpu configuration's logits, loss and gradients equal the cpu ba
   }
 }
 
+// MNIST-like images have blank areas, where a 2x2 pooling window holds equal values (exact ties).
+// The CPU and fused kernels route the gradient to the first maximum in scan order; cuDNN's max
+// pooling routes ties its own way, which moves ~1e-3 of the conv filters' gradients (measured on
+// the H200: up to 4e-3 relative), so its tolerance on tied images is 1e-2.
 TEST_CASE("steps on the resident dataset equal the cpu backend's on the same rows", "[gpu]") {
   // an MNIST-like byte dataset (kept as bytes on the device) and random floats (kept as floats)
   const int N = 500;
@@ -125,13 +129,14 @@ TEST_CASE("steps on the resident dataset equal the cpu backend's on the same row
         const float loss_g = gpu->loss_and_grad_rows(p, rows, gg);
         const float loss_c = cpu->loss_and_grad_rows(p, rows, gc);
         CHECK(std::abs(loss_g - loss_c) <= 1e-4 * std::abs(loss_c));
-        check_grads(gg, gc);
+        const double tol = o.kernels == nn::GpuKernels::cudnn && images == &bytes_as_floats ? 1e-2 : 1e-4;
+        check_grads(gg, gc, tol);
         // a replayed graph reads the new rows and parameters, not the captured ones
         for (auto& r : rows) r = (r + 1) % N;
         const auto p2 = nn_test::glorot_params(static_cast<std::uint64_t>(B) + 1000);
         gpu->loss_and_grad_rows(p2, rows, gg);
         cpu->loss_and_grad_rows(p2, rows, gc);
-        check_grads(gg, gc);
+        check_grads(gg, gc, tol);
       }
     }
     const std::vector<std::int32_t> bad{0, N};

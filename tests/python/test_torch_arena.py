@@ -78,8 +78,8 @@ except Exception:  # noqa: BLE001
 m = net()
 want = torch.cat([p.detach().reshape(-1) for p in m.parameters()]).numpy().copy()
 a = MA(m, host_mirror=True)
-print(f"[rank {RANK}] host mirror on the CPU: {'pinned' if a.pinned else 'ordinary host memory (torch cannot pin here)'}",
-      flush=True)
+where = "pinned" if a.pinned else "ordinary host memory (torch cannot pin here)"
+print(f"[rank {RANK}] host mirror on the CPU: {where}", flush=True)
 check(a.mirrored and a.pinned == can_pin, f"mirror pinned {a.pinned}, torch can pin {can_pin}")
 check(a.host_params_tensor.is_pinned() == a.pinned and a.host_grads_tensor.is_pinned() == a.pinned,
       "the host buffers are pinned exactly when the arena says so")
@@ -127,7 +127,8 @@ for name in CONFIGS:
     if plain is None:
         continue
     check(mirror["arena"].mirrored and not plain["arena"].mirrored, f"{name}: the runs' arenas")
-    check(plain["steps"] == mirror["steps"] and plain["steps"] >= 40, f"{name}: steps {plain['steps']} {mirror['steps']}")
+    check(plain["steps"] == mirror["steps"] and plain["steps"] >= 40,
+          f"{name}: steps {plain['steps']} {mirror['steps']}")
     check(plain["loss"] == mirror["loss"], f"{name}: losses differ: {plain['loss'][:4]} {mirror['loss'][:4]}")
     check(plain["loss"][-1] < plain["loss"][0], f"{name}: the loss falls: {plain['loss'][0]} -> {plain['loss'][-1]}")
     check(all(np.array_equal(p, q) for p, q in zip(plain["pulled"], mirror["pulled"])), f"{name}: pulled differ")

@@ -1,6 +1,7 @@
-// The fused step's kernels: each is fused_math.h's per-element function over a 1-D grid.
+// The fused step's kernels: each runs fused_math.h's per-element function (one thread, or one
+// warp, per output element; the convolutions one sample per block from shared memory).
 // Deterministic: no atomics; every sum runs in a fixed order (chunked partials, then a fixed-order
-// reduction), so a step gives bit-identical results run to run.
+// warp tree), so a step gives bit-identical results run to run.
 #include "nn/gpu/fused_kernels.h"
 #include "nn/gpu/fused_math.h"
 
@@ -10,16 +11,27 @@ namespace {
 namespace f = ::asyncps::nn::fused;
 constexpr int kThreads = 128;
 constexpr int kSampleThreads = 256;  // the one-sample-per-block kernels
+constexpr unsigned kFullMask = 0xffffffffu;
 
 int blocks_for(long n) { return static_cast<int>((n + kThreads - 1) / kThreads); }
 
-// One sample per block: the image (as floats) and conv1's filter and bias staged in shared memory.
+// The lanes' tree of fused_math.h's tree32: lane 0 ends with it.
+__device__ float warp_tree(float v) {
+  for (int off = f::kLanes / 2; off > 0; off /= 2) v += __shfl_down_sync(kFullMask, v, off);
+  return v;
+}
+
+// One sample per block: the image staged as floats (and written to x), conv1's filter and bias.
 template <class T>
-__global__ void conv1_pool_kernel(BatchSource<T> src, const float* __restrict__ P, float* __restrict__ p1,
-                                  std::uint8_t* __restrict__ a1) {
+__global__ void conv1_pool_kernel(BatchSource<T> src, const float* __restrict__ P, float* __restrict__ x,
+                                  float* __restrict__ p1, std::uint8_t* __restrict__ a1) {
   __shared__ float img[784], w[f::kW2 - f::kW1];
   const long b = blockIdx.x;
-  for (int p = threadIdx.x; p < 784; p += blockDim.x) img[p] = f::image_pixel(b, p, src.X, src.rows);
+  for (int p = threadIdx.x; p < 784; p += blockDim.x) {
+    const float v = f::image_pixel(b, p, src.X, src.rows);
+    img[p] = v;
+    x[b * 784 + p] = v;
+  }
   for (int i = threadIdx.x; i < f::kW2 - f::kW1; i += blockDim.x) w[i] = P[f::kW1 + i];
   __syncthreads();
   for (int q = threadIdx.x; q < f::kP1; q += blockDim.x)
@@ -38,9 +50,12 @@ __global__ void conv2_pool_kernel(const float* __restrict__ p1, const float* __r
     f::conv2_pool_cell(q, in, w, w + (f::kB2 - f::kW2), p2 + b * f::kP2, a2 + b * f::kP2);
 }
 
-__global__ void fc_kernel(long n, const float* __restrict__ p2, const float* __restrict__ P, float* __restrict__ logits) {
-  const long i = static_cast<long>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i < n) f::fc(i, p2, P, logits);
+// One sample per block of 10 warps, warp j: logit j.
+__global__ void fc_kernel(const float* __restrict__ p2, const float* __restrict__ P, float* __restrict__ logits) {
+  const long b = blockIdx.x;
+  const int j = threadIdx.x / f::kLanes, lane = threadIdx.x % f::kLanes;
+  const float v = warp_tree(f::fc_lane(b, j, lane, p2, P));
+  if (lane == 0) logits[b * f::kK + j] = v + P[f::kBf + j];
 }
 
 template <class T>
@@ -71,15 +86,18 @@ __global__ void conv2_back_kernel(const float* __restrict__ dp2, const std::uint
   for (int q = threadIdx.x; q < f::kP1; q += blockDim.x) f::conv2_back_cell(q, d, a, w, dp1 + b * f::kP1);
 }
 
-template <class T>
-__global__ void wgrad_kernel(long n, int B, BatchSource<T> src, FusedScratch s) {
+__global__ void wgrad_kernel(long n, int B, FusedScratch s) {
   const long t = static_cast<long>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (t < n) f::wgrad_partial(t, B, src.X, src.rows, s.p1, s.a1, s.dp1, s.p2, s.a2, s.dp2, s.dlogits, s.loss, s.partial);
+  if (t < n) f::wgrad_partial(t, B, s.x, s.p1, s.a1, s.dp1, s.p2, s.a2, s.dp2, s.dlogits, s.loss, s.partial);
 }
 
+// One warp per element of the gradient arena (and the loss).
 __global__ void reduce_kernel(long n, int B, const float* __restrict__ partial, float* __restrict__ grad_loss) {
-  const long i = static_cast<long>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i < n) f::reduce_partials(i, B, partial, grad_loss);
+  const long i = (static_cast<long>(blockIdx.x) * blockDim.x + threadIdx.x) / f::kLanes;
+  const int lane = threadIdx.x % f::kLanes;
+  if (i >= n) return;  // (whole warps: n is counted in warps)
+  const float v = warp_tree(f::reduce_lane(i, lane, B, partial));
+  if (lane == 0) grad_loss[i] = f::reduced_value(i, B, v);
 }
 
 template <class T>
@@ -93,30 +111,68 @@ __global__ void iota_kernel(std::int32_t* out, int n) {
   if (i < n) out[i] = i;
 }
 
+constexpr const char* kPassNames[kFusedPasses] = {"conv1+bias+pool", "conv2+bias+pool", "fc",
+                                                  "softmax xent",    "fc backward",     "conv2 backward",
+                                                  "weight partials", "reduce"};
+
 }  // namespace
+
+const char* fused_pass_name(int pass) noexcept { return pass >= 0 && pass < kFusedPasses ? kPassNames[pass] : "?"; }
+
+template <class T>
+cudaError_t launch_fused_pass(int pass, int B, BatchSource<T> src, const float* params, const FusedScratch& s,
+                              float* grad_loss, cudaStream_t stream) {
+  switch (pass) {
+    case 0:
+      conv1_pool_kernel<T><<<B, kSampleThreads, 0, stream>>>(src, params, s.x, s.p1, s.a1);
+      break;
+    case 1:
+      conv2_pool_kernel<<<B, kSampleThreads, 0, stream>>>(s.p1, params, s.p2, s.a2);
+      break;
+    case 2:
+      fc_kernel<<<B, f::kK * f::kLanes, 0, stream>>>(s.p2, params, s.logits);
+      break;
+    case 3:
+      xent_kernel<T><<<blocks_for(B), kThreads, 0, stream>>>(B, src, s.logits, s.loss, s.dlogits);
+      break;
+    case 4: {
+      const long n = static_cast<long>(B) * f::kP2;
+      fc_back_kernel<<<blocks_for(n), kThreads, 0, stream>>>(n, s.dlogits, params, s.dp2);
+      break;
+    }
+    case 5:
+      conv2_back_kernel<<<B, kSampleThreads, 0, stream>>>(s.dp2, s.a2, params, s.dp1);
+      break;
+    case 6: {
+      const long n = f::PartialLayout(B).threads();
+      wgrad_kernel<<<blocks_for(n), kThreads, 0, stream>>>(n, B, s);
+      break;
+    }
+    case 7: {
+      const long n = static_cast<long>(f::kParams) + 1;  // warps
+      reduce_kernel<<<blocks_for(n * f::kLanes), kThreads, 0, stream>>>(n, B, s.partial, grad_loss);
+      break;
+    }
+    default:
+      return cudaErrorInvalidValue;
+  }
+  return cudaGetLastError();
+}
 
 template <class T>
 cudaError_t launch_fused_forward(int B, BatchSource<T> src, const float* params, const FusedScratch& s,
                                  cudaStream_t stream) {
-  const long nl = static_cast<long>(B) * f::kK;
-  conv1_pool_kernel<T><<<B, kSampleThreads, 0, stream>>>(src, params, s.p1, s.a1);
-  conv2_pool_kernel<<<B, kSampleThreads, 0, stream>>>(s.p1, params, s.p2, s.a2);
-  fc_kernel<<<blocks_for(nl), kThreads, 0, stream>>>(nl, s.p2, params, s.logits);
-  return cudaGetLastError();
+  for (int pass = 0; pass < kFusedForwardPasses; ++pass)
+    if (const cudaError_t e = launch_fused_pass(pass, B, src, params, s, nullptr, stream); e != cudaSuccess) return e;
+  return cudaSuccess;
 }
 
 template <class T>
 cudaError_t launch_fused_backward(int B, BatchSource<T> src, const float* params, const FusedScratch& s,
                                   float* grad_loss, cudaStream_t stream) {
-  xent_kernel<T><<<blocks_for(B), kThreads, 0, stream>>>(B, src, s.logits, s.loss, s.dlogits);
-  const long n2 = static_cast<long>(B) * f::kP2;
-  fc_back_kernel<<<blocks_for(n2), kThreads, 0, stream>>>(n2, s.dlogits, params, s.dp2);
-  conv2_back_kernel<<<B, kSampleThreads, 0, stream>>>(s.dp2, s.a2, params, s.dp1);
-  const long np = f::PartialLayout(B).threads();
-  wgrad_kernel<T><<<blocks_for(np), kThreads, 0, stream>>>(np, B, src, s);
-  const long ng = static_cast<long>(f::kParams) + 1;
-  reduce_kernel<<<blocks_for(ng), kThreads, 0, stream>>>(ng, B, s.partial, grad_loss);
-  return cudaGetLastError();
+  for (int pass = kFusedForwardPasses; pass < kFusedPasses; ++pass)
+    if (const cudaError_t e = launch_fused_pass(pass, B, src, params, s, grad_loss, stream); e != cudaSuccess) return e;
+  return cudaSuccess;
 }
 
 template <class T>
@@ -131,14 +187,16 @@ cudaError_t launch_iota(std::int32_t* out, int n, cudaStream_t stream) {
   return cudaGetLastError();
 }
 
-template cudaError_t launch_fused_forward<float>(int, BatchSource<float>, const float*, const FusedScratch&, cudaStream_t);
-template cudaError_t launch_fused_forward<std::uint8_t>(int, BatchSource<std::uint8_t>, const float*, const FusedScratch&,
-                                                        cudaStream_t);
-template cudaError_t launch_fused_backward<float>(int, BatchSource<float>, const float*, const FusedScratch&, float*,
-                                                  cudaStream_t);
-template cudaError_t launch_fused_backward<std::uint8_t>(int, BatchSource<std::uint8_t>, const float*,
-                                                         const FusedScratch&, float*, cudaStream_t);
-template cudaError_t launch_gather<float>(int, BatchSource<float>, float*, std::uint8_t*, cudaStream_t);
-template cudaError_t launch_gather<std::uint8_t>(int, BatchSource<std::uint8_t>, float*, std::uint8_t*, cudaStream_t);
+#define ASYNCPS_FUSED_INSTANTIATE(T)                                                                           \
+  template cudaError_t launch_fused_pass<T>(int, int, BatchSource<T>, const float*, const FusedScratch&, float*, \
+                                            cudaStream_t);                                                     \
+  template cudaError_t launch_fused_forward<T>(int, BatchSource<T>, const float*, const FusedScratch&,           \
+                                               cudaStream_t);                                                  \
+  template cudaError_t launch_fused_backward<T>(int, BatchSource<T>, const float*, const FusedScratch&, float*,  \
+                                                cudaStream_t);                                                 \
+  template cudaError_t launch_gather<T>(int, BatchSource<T>, float*, std::uint8_t*, cudaStream_t);
+ASYNCPS_FUSED_INSTANTIATE(float)
+ASYNCPS_FUSED_INSTANTIATE(std::uint8_t)
+#undef ASYNCPS_FUSED_INSTANTIATE
 
 }  // namespace asyncps::nn::gpu

@@ -1,7 +1,7 @@
 // defines: asyncps::nn::gpu::launch_fused_* (the fused step's kernels, fused_kernels.cu)
-// One launcher per pass of fused_math.h; each enqueues one kernel (one thread per output element)
-// on `stream` and returns cudaGetLastError(), so the caller wraps it in CUDA_CHECK. Pixel type T:
-// float or std::uint8_t (read as byte/255). Shapes: see fused_math.h.
+// The fused step is a fixed list of passes, one kernel each (fused_math.h gives each pass's
+// arithmetic); the launchers enqueue them on `stream` and return cudaGetLastError(), so the caller
+// wraps them in CUDA_CHECK. Pixel type T: float or std::uint8_t (read as byte/255).
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -18,20 +18,26 @@ struct BatchSource {
   const std::int32_t* rows;
 };
 
-// The fused step's device scratch (each sized for max_batch; see fused_math.h).
+// The fused step's device scratch (each sized for max_batch; shapes in fused_math.h). x: the batch
+// gathered as floats (B,784), written by the first pass.
 struct FusedScratch {
-  float *p1, *p2, *logits, *loss, *dlogits, *dp2, *dp1, *partial;
+  float *x, *p1, *p2, *logits, *loss, *dlogits, *dp2, *dp1, *partial;
   std::uint8_t *a1, *a2;
 };
 
-// Forward to logits: conv1+bias+pool, conv2+bias+pool, fc.
+// The passes in order: [0, kFusedForwardPasses) compute the logits, the rest the gradient arena and
+// the mean loss (grad_loss: kMnistCnnParams + 1 floats).
+inline constexpr int kFusedForwardPasses = 3, kFusedPasses = 8;
+const char* fused_pass_name(int pass) noexcept;
+template <class T>
+cudaError_t launch_fused_pass(int pass, int B, BatchSource<T> src, const float* params, const FusedScratch& s,
+                              float* grad_loss, cudaStream_t stream);
+
+// Passes [0, kFusedForwardPasses): the logits (B,10) in s.logits.
 template <class T>
 cudaError_t launch_fused_forward(int B, BatchSource<T> src, const float* params, const FusedScratch& s,
                                  cudaStream_t stream);
-
-// The whole training step after the forward pass: softmax cross-entropy, the backward passes, the
-// chunked weight-gradient partials and their reduction into grad_loss (kMnistCnnParams gradient
-// floats, then the mean loss).
+// Passes [kFusedForwardPasses, kFusedPasses): after the forward passes, the gradient and mean loss.
 template <class T>
 cudaError_t launch_fused_backward(int B, BatchSource<T> src, const float* params, const FusedScratch& s,
                                   float* grad_loss, cudaStream_t stream);

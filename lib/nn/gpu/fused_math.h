@@ -37,22 +37,36 @@ inline constexpr int kP1 = 14 * 14 * kC1, kP2 = 7 * 7 * kC2;  // pooled floats p
 static_assert(kP2 == kFcIn);
 
 // The weight-gradient groups: each a contiguous range of the arena (plus, for fc, one slot for
-// the chunk's loss sum), each partial a sum over one chunk of the batch. The chunk length depends
-// on B only (so a step is deterministic): ceil(B / kTarget*), which keeps the number of chunks, and
-// so the final reduction's serial sums, at most kTarget* at any batch size, and the partials'
-// threads plentiful at small batches.
+// the chunk's loss sum). A group's terms are its batch's (sample, pooled cell) pairs in order
+// (B*196 for conv1, B*49 for conv2, B for fc); each partial sums one chunk of them. The chunk
+// length depends on B only (so a step is deterministic): ceil(terms / kTarget*), so that a group
+// has at most kTarget* chunks at any batch size, many threads at small batches and short serial
+// sums at large ones.
 inline constexpr int kConv1Outs = kW2 - kW1;           // conv1_w (72) + conv1_b (8)
 inline constexpr int kConv2Outs = kWf - kW2;           // conv2_w (1152) + conv2_b (16)
 inline constexpr int kFcOuts = kParams - kWf + 1;  // fc_w, fc_b, loss
-inline constexpr int kTarget1 = 128, kTarget2 = 64, kTargetFc = 16;
-ASYNCPS_HD int ceil_div(int a, int b) { return (a + b - 1) / b; }
-// A group's chunk length at batch B, and its number of chunks (the last may be shorter).
+inline constexpr int kTarget1 = 1024, kTarget2 = 256, kTargetFc = 16;
+inline constexpr int kCells1 = 196, kCells2 = 49;  // pooled cells per sample and channel
+ASYNCPS_HD long ceil_div(long a, long b) { return (a + b - 1) / b; }
+// A group's chunks of `terms` terms: their length and number (the last may be shorter).
 struct Chunking {
-  int per, n;
-  ASYNCPS_HD Chunking(int B, int target) : per(ceil_div(B, target)), n(ceil_div(B, ceil_div(B, target))) {}
-  ASYNCPS_HD int begin(int ch) const { return ch * per; }
-  ASYNCPS_HD int end(int ch, int B) const { return (ch + 1) * per < B ? (ch + 1) * per : B; }
+  long per;
+  int n;
+  ASYNCPS_HD Chunking(long terms, int target)
+      : per(ceil_div(terms, target)), n(static_cast<int>(ceil_div(terms, ceil_div(terms, target)))) {}
+  ASYNCPS_HD long begin(int ch) const { return ch * per; }
+  ASYNCPS_HD long end(int ch, long terms) const { return (ch + 1) * per < terms ? (ch + 1) * per : terms; }
 };
+
+// The warp-wide sums (fc's logits, the final reduction): 32 lanes each sum a strided share, then
+// a tree in a fixed order, lane l += lane l + off for off = 16, 8, 4, 2, 1 (what __shfl_down_sync
+// does on the device; tree32 on the host). Deterministic: the order depends on nothing at run time.
+inline constexpr int kLanes = 32;
+inline float tree32(float* v) {
+  for (int off = kLanes / 2; off > 0; off /= 2)
+    for (int l = 0; l < off; ++l) v[l] += v[l + off];
+  return v[0];
+}
 
 ASYNCPS_HD float pixel(float v) { return v; }
 ASYNCPS_HD float pixel(std::uint8_t v) { return static_cast<float>(v) / 255.0f; }
@@ -63,7 +77,8 @@ ASYNCPS_HD float pixel(std::uint8_t v) { return static_cast<float>(v) / 255.0f; 
 // memory: each "cell" function computes element q of one sample from those staged copies (the
 // kernels call it per thread, the host test per element, staging the same way).
 
-// The image of row rows[b] as floats (784): what a conv1 block stages.
+// The image of row rows[b] as floats (784): what a conv1 block stages (and writes to x (B,784),
+// the batch gathered, for conv1's weight gradient).
 template <class T>
 ASYNCPS_HD float image_pixel(long b, int p, const T* __restrict__ X, const std::int32_t* __restrict__ rows) {
   return pixel(X[static_cast<long>(rows[b]) * 784 + p]);
@@ -129,15 +144,14 @@ ASYNCPS_HD void conv2_pool_cell(int q, const float* __restrict__ in, const float
   a2[q] = static_cast<std::uint8_t>(arg);
 }
 
-// i in [0, B*10): logits[i] = fc_b[j] + p2[b,:] . fc_w[:,j].
-ASYNCPS_HD void fc(long i, const float* __restrict__ p2, const float* __restrict__ P, float* __restrict__ logits) {
-  const int j = static_cast<int>(i % kK);
-  const long b = i / kK;
+// Lane `lane` of logit (b, j)'s warp: its share of p2[b,:] . fc_w[:,j] (f = lane, lane + 32, ...);
+// logits[b,j] = fc_b[j] + the lanes' tree.
+ASYNCPS_HD float fc_lane(long b, int j, int lane, const float* __restrict__ p2, const float* __restrict__ P) {
   const float* x = p2 + b * kFcIn;
   const float* w = P + kWf + j;  // [784][10]
   float acc = 0.0f;
-  for (int f = 0; f < kFcIn; ++f) acc += x[f] * w[f * kK];
-  logits[i] = acc + P[kBf + j];
+  for (int f = lane; f < kFcIn; f += kLanes) acc += x[f] * w[f * kK];
+  return acc;
 }
 
 // b in [0, B): loss[b] = logsumexp(z) - z[label], dlogits[b,:] = (softmax(z) - onehot(label)) / B.
@@ -192,78 +206,71 @@ ASYNCPS_HD void conv2_back_cell(int q, const float* __restrict__ d, const std::u
   dp1[q] = acc;
 }
 
-// Partial o of chunk ch (Chunking(B, kTarget1)): o < 72: conv1_w[ky,kx,0,c], o >= 72: conv1_b[c];
-// through pool1's argmax: dc1 is dp1 at the argmax, zero elsewhere.
-template <class T>
-ASYNCPS_HD float conv1_wgrad(int ch, int o, int B, const T* __restrict__ X, const std::int32_t* __restrict__ rows,
-                             const float* __restrict__ dp1, const std::uint8_t* __restrict__ a1) {
-  const Chunking C(B, kTarget1);
-  const int b0 = C.begin(ch), b1 = C.end(ch, B);
+// Partial o of chunk ch of conv1's terms (b, q): o < 72: conv1_w[ky,kx,0,c], o >= 72: conv1_b[c];
+// through pool1's argmax (dc1 is dp1 at the argmax, zero elsewhere). x: the batch (B,784) floats.
+ASYNCPS_HD float conv1_wgrad(int ch, int o, int B, const float* __restrict__ x, const float* __restrict__ dp1,
+                             const std::uint8_t* __restrict__ a1) {
+  const long terms = static_cast<long>(B) * kCells1;
+  const Chunking C(terms, kTarget1);
+  const long t0 = C.begin(ch), t1 = C.end(ch, terms);
   float acc = 0.0f;
   if (o >= kB1 - kW1) {  // bias: every window routes its gradient to one position
     const int c = o - (kB1 - kW1);
-    for (int b = b0; b < b1; ++b)
-      for (int q = 0; q < 196; ++q) acc += dp1[static_cast<long>(b) * kP1 + q * kC1 + c];
+    for (long t = t0; t < t1; ++t) acc += dp1[t * kC1 + c];  // (b, q) -> b*kP1 + q*kC1 = t*kC1
     return acc;
   }
   const int c = o % kC1, kk = o / kC1, ky = kk / 3, kx = kk % 3;
-  for (int b = b0; b < b1; ++b) {
-    const T* img = X + static_cast<long>(rows[b]) * 784;
-    const float* d = dp1 + static_cast<long>(b) * kP1;
-    const std::uint8_t* a = a1 + static_cast<long>(b) * kP1;
-    for (int q = 0; q < 196; ++q) {
-      const int k = a[q * kC1 + c];
-      const int yy = 2 * (q / 14) + k / 2 + ky - 1, xx = 2 * (q % 14) + k % 2 + kx - 1;
-      if (yy < 0 || yy >= 28 || xx < 0 || xx >= 28) continue;
-      acc += pixel(img[yy * 28 + xx]) * d[q * kC1 + c];
-    }
+  for (long t = t0; t < t1; ++t) {
+    const long b = t / kCells1;
+    const int q = static_cast<int>(t - b * kCells1);
+    const int k = a1[t * kC1 + c];
+    const int yy = 2 * (q / 14) + k / 2 + ky - 1, xx = 2 * (q % 14) + k % 2 + kx - 1;
+    if (yy < 0 || yy >= 28 || xx < 0 || xx >= 28) continue;
+    acc += x[b * 784 + yy * 28 + xx] * dp1[t * kC1 + c];
   }
   return acc;
 }
 
-// Partial o of chunk ch (Chunking(B, kTarget2)): o < 1152: conv2_w[ky,kx,ci,co] (HWIO order),
+// Partial o of chunk ch of conv2's terms (b, q): o < 1152: conv2_w[ky,kx,ci,co] (HWIO order),
 // o >= 1152: conv2_b[co]; through pool2's argmax.
 ASYNCPS_HD float conv2_wgrad(int ch, int o, int B, const float* __restrict__ p1, const float* __restrict__ dp2,
                              const std::uint8_t* __restrict__ a2) {
-  const Chunking C(B, kTarget2);
-  const int b0 = C.begin(ch), b1 = C.end(ch, B);
+  const long terms = static_cast<long>(B) * kCells2;
+  const Chunking C(terms, kTarget2);
+  const long t0 = C.begin(ch), t1 = C.end(ch, terms);
   float acc = 0.0f;
   if (o >= kB2 - kW2) {
     const int co = o - (kB2 - kW2);
-    for (int b = b0; b < b1; ++b)
-      for (int q = 0; q < 49; ++q) acc += dp2[static_cast<long>(b) * kP2 + q * kC2 + co];
+    for (long t = t0; t < t1; ++t) acc += dp2[t * kC2 + co];  // (b, q) -> b*kP2 + q*kC2 = t*kC2
     return acc;
   }
   const int co = o % kC2, ci = (o / kC2) % kC1, kk = o / (kC1 * kC2), ky = kk / 3, kx = kk % 3;
-  for (int b = b0; b < b1; ++b) {
-    const float* in = p1 + static_cast<long>(b) * kP1;
-    const float* d = dp2 + static_cast<long>(b) * kP2;
-    const std::uint8_t* a = a2 + static_cast<long>(b) * kP2;
-    for (int q = 0; q < 49; ++q) {
-      const int k = a[q * kC2 + co];
-      const int yy = 2 * (q / 7) + k / 2 + ky - 1, xx = 2 * (q % 7) + k % 2 + kx - 1;
-      if (yy < 0 || yy >= 14 || xx < 0 || xx >= 14) continue;
-      acc += in[(yy * 14 + xx) * kC1 + ci] * d[q * kC2 + co];
-    }
+  for (long t = t0; t < t1; ++t) {
+    const long b = t / kCells2;
+    const int q = static_cast<int>(t - b * kCells2);
+    const int k = a2[t * kC2 + co];
+    const int yy = 2 * (q / 7) + k / 2 + ky - 1, xx = 2 * (q % 7) + k % 2 + kx - 1;
+    if (yy < 0 || yy >= 14 || xx < 0 || xx >= 14) continue;
+    acc += p1[b * kP1 + (yy * 14 + xx) * kC1 + ci] * dp2[t * kC2 + co];
   }
   return acc;
 }
 
-// Partial o of chunk ch (Chunking(B, kTargetFc)): o < 7840: fc_w[f,j]; o < 7850: fc_b[j]; o == 7850:
-// the chunk's summed loss.
+// Partial o of chunk ch of fc's terms (the samples): o < 7840: fc_w[f,j]; o < 7850: fc_b[j];
+// o == 7850: the chunk's summed loss.
 ASYNCPS_HD float fc_wgrad(int ch, int o, int B, const float* __restrict__ p2, const float* __restrict__ dlogits,
                           const float* __restrict__ loss) {
   const Chunking C(B, kTargetFc);
-  const int b0 = C.begin(ch), b1 = C.end(ch, B);
+  const long b0 = C.begin(ch), b1 = C.end(ch, B);
   float acc = 0.0f;
   if (o == kFcOuts - 1) {
-    for (int b = b0; b < b1; ++b) acc += loss[b];
+    for (long b = b0; b < b1; ++b) acc += loss[b];
   } else if (o >= kBf - kWf) {
     const int j = o - (kBf - kWf);
-    for (int b = b0; b < b1; ++b) acc += dlogits[b * kK + j];
+    for (long b = b0; b < b1; ++b) acc += dlogits[b * kK + j];
   } else {
     const int f = o / kK, j = o % kK;
-    for (int b = b0; b < b1; ++b) acc += p2[static_cast<long>(b) * kFcIn + f] * dlogits[b * kK + j];
+    for (long b = b0; b < b1; ++b) acc += p2[b * kFcIn + f] * dlogits[b * kK + j];
   }
   return acc;
 }
@@ -272,31 +279,34 @@ ASYNCPS_HD float fc_wgrad(int ch, int o, int B, const float* __restrict__ p2, co
 struct PartialLayout {
   int n1, n2, nf;  // chunks of each group
   ASYNCPS_HD explicit PartialLayout(int B)
-      : n1(Chunking(B, kTarget1).n), n2(Chunking(B, kTarget2).n), nf(Chunking(B, kTargetFc).n) {}
+      : n1(Chunking(static_cast<long>(B) * kCells1, kTarget1).n),
+        n2(Chunking(static_cast<long>(B) * kCells2, kTarget2).n),
+        nf(Chunking(B, kTargetFc).n) {}
   ASYNCPS_HD long conv1_at() const { return 0; }
   ASYNCPS_HD long conv2_at() const { return static_cast<long>(n1) * kConv1Outs; }
   ASYNCPS_HD long fc_at() const { return conv2_at() + static_cast<long>(n2) * kConv2Outs; }
   ASYNCPS_HD long size() const { return fc_at() + static_cast<long>(nf) * kFcOuts; }
   ASYNCPS_HD long threads() const { return size(); }  // one partial per thread
 };
-// The partials' buffer for every B <= max_batch (a group has at most min(B, its target) chunks).
+// The partials' buffer for every B <= max_batch (a group has at most min(terms, target) chunks).
 inline long partial_floats(int max_batch) {
-  auto most = [max_batch](int target) { return static_cast<long>(max_batch < target ? max_batch : target); };
-  return most(kTarget1) * kConv1Outs + most(kTarget2) * kConv2Outs + most(kTargetFc) * kFcOuts;
+  auto most = [max_batch](long cells, int target) {
+    const long terms = static_cast<long>(max_batch) * cells;
+    return terms < target ? terms : static_cast<long>(target);
+  };
+  return most(kCells1, kTarget1) * kConv1Outs + most(kCells2, kTarget2) * kConv2Outs + most(1, kTargetFc) * kFcOuts;
 }
 
 // t in [0, layout.size()): which group, chunk and output partial t is, and its value.
-template <class T>
-ASYNCPS_HD void wgrad_partial(long t, int B, const T* __restrict__ X, const std::int32_t* __restrict__ rows,
-                              const float* __restrict__ p1, const std::uint8_t* __restrict__ a1,
-                              const float* __restrict__ dp1, const float* __restrict__ p2,
-                              const std::uint8_t* __restrict__ a2, const float* __restrict__ dp2,
-                              const float* __restrict__ dlogits, const float* __restrict__ loss,
-                              float* __restrict__ partial) {
+ASYNCPS_HD void wgrad_partial(long t, int B, const float* __restrict__ x, const float* __restrict__ p1,
+                              const std::uint8_t* __restrict__ a1, const float* __restrict__ dp1,
+                              const float* __restrict__ p2, const std::uint8_t* __restrict__ a2,
+                              const float* __restrict__ dp2, const float* __restrict__ dlogits,
+                              const float* __restrict__ loss, float* __restrict__ partial) {
   const PartialLayout L(B);
   float v;
   if (t < L.conv2_at()) {
-    v = conv1_wgrad(static_cast<int>(t / kConv1Outs), static_cast<int>(t % kConv1Outs), B, X, rows, dp1, a1);
+    v = conv1_wgrad(static_cast<int>(t / kConv1Outs), static_cast<int>(t % kConv1Outs), B, x, dp1, a1);
   } else if (t < L.fc_at()) {
     const long u = t - L.conv2_at();
     v = conv2_wgrad(static_cast<int>(u / kConv2Outs), static_cast<int>(u % kConv2Outs), B, p1, dp2, a2);
@@ -307,9 +317,10 @@ ASYNCPS_HD void wgrad_partial(long t, int B, const T* __restrict__ X, const std:
   partial[t] = v;
 }
 
-// i in [0, kParams]: the gradient arena's element i (the mean loss at i == kParams),
-// summed over its group's chunks in chunk order.
-ASYNCPS_HD void reduce_partials(long i, int B, const float* __restrict__ partial, float* __restrict__ grad_loss) {
+// Lane `lane` of the gradient arena's element i (i == kParams: the loss): its share of the
+// group's chunks (ch = lane, lane + 32, ...). grad_loss[i] = the lanes' tree (divided by B for
+// the mean loss).
+ASYNCPS_HD float reduce_lane(long i, int lane, int B, const float* __restrict__ partial) {
   const PartialLayout L(B);
   long base;
   int n, width, o;
@@ -321,9 +332,10 @@ ASYNCPS_HD void reduce_partials(long i, int B, const float* __restrict__ partial
     base = L.fc_at(), n = L.nf, width = kFcOuts, o = static_cast<int>(i - kWf);
   }
   float acc = 0.0f;
-  for (int ch = 0; ch < n; ++ch) acc += partial[base + static_cast<long>(ch) * width + o];
-  grad_loss[i] = i == kParams ? acc / static_cast<float>(B) : acc;
+  for (int ch = lane; ch < n; ch += kLanes) acc += partial[base + static_cast<long>(ch) * width + o];
+  return acc;
 }
+ASYNCPS_HD float reduced_value(long i, int B, float tree) { return i == kParams ? tree / static_cast<float>(B) : tree; }
 
 // i in [0, B*784): the batch gathered into a float (B,784) tensor, and its labels (i % 784 == 0).
 template <class T>

@@ -149,6 +149,7 @@ class GpuBackend final : public Backend {
     h_rows_ = PinnedArray<std::int32_t>(B);
     h_out_ = PinnedArray<float>(std::max<std::size_t>(kMnistCnnParams + 1, B * kClasses));
     if (options_.kernels == GpuKernels::fused) {
+      d_xg_ = DeviceArray<float>(B * kImagePixels);
       d_p1_ = DeviceArray<float>(B * fused::kP1);
       d_dp1_ = DeviceArray<float>(B * fused::kP1);
       d_a1_ = DeviceArray<std::uint8_t>(B * fused::kP1);
@@ -250,7 +251,7 @@ class GpuBackend final : public Backend {
   enum Source { kHostBatch, kResident, kSources };
 
   FusedScratch scratch() const {
-    return FusedScratch{d_p1_.get(), d_p2_.get(), d_logits_.get(), d_loss_.get(), d_dlogits_.get(),
+    return FusedScratch{d_xg_.get(), d_p1_.get(),      d_p2_.get(),  d_logits_.get(), d_loss_.get(), d_dlogits_.get(),
                         d_dp2_.get(), d_dp1_.get(), d_partial_.get(), d_a1_.get(), d_a2_.get()};
   }
 
@@ -571,7 +572,7 @@ class GpuBackend final : public Backend {
   DeviceArray<std::uint8_t> d_labels_, d_a1_, d_a2_, d_data_u8_, d_data_labels_;
   DeviceArray<std::int32_t> d_rows_, d_iota_;
   DeviceArray<float> d_c1_, d_dc1_, d_p1_, d_dp1_, d_c2_, d_dc2_, d_p2_, d_dp2_, d_logits_, d_dlogits_, d_loss_,
-      d_partial_, d_data_f32_;
+      d_partial_, d_data_f32_, d_xg_;
   PinnedArray<float> h_params_, h_x_, h_out_;
   PinnedArray<std::uint8_t> h_labels_;
   PinnedArray<std::int32_t> h_rows_;
