@@ -58,12 +58,33 @@ std::vector<float> fused_step(int B, const std::vector<T>& X, const std::vector<
     }
   for (long b = 0; b < B; ++b) f::xent(b, B, logits.data(), labels.data(), rows.data(), loss.data(), dlogits.data());
   for (long i = 0; i < static_cast<long>(dp2.size()); ++i) f::fc_back(i, dlogits.data(), P.data(), dp2.data());
-  for (long b = 0; b < B; ++b)
-    for (int q = 0; q < f::kP1; ++q)
-      f::conv2_back_cell(q, dp2.data() + b * f::kP2, a2.data() + b * f::kP2, P.data() + f::kW2, dp1.data() + b * f::kP1);
-  for (long t = 0; t < f::PartialLayout(B).threads(); ++t)
-    f::wgrad_partial(t, B, x.data(), p1.data(), a1.data(), dp1.data(), p2.data(), a2.data(), dp2.data(),
-                     dlogits.data(), loss.data(), partial.data());
+  std::vector<float> dc2(14 * 14 * f::kC2), wt(f::kB2 - f::kW2);
+  for (int i = 0; i < f::kB2 - f::kW2; ++i) wt[static_cast<std::size_t>(i)] = f::w2_by_output(i, P.data() + f::kW2);
+  for (long b = 0; b < B; ++b) {
+    for (int i = 0; i < 14 * 14 * f::kC2; ++i)
+      dc2[static_cast<std::size_t>(i)] = f::dc2_dense(i, dp2.data() + b * f::kP2, a2.data() + b * f::kP2);
+    for (int pix = 0; pix < 196; ++pix) f::conv2_back_pixel(pix, dc2.data(), wt.data(), dp1.data() + b * f::kP1);
+  }
+  // the weight gradients: each chunk's samples summed in order, as a block does
+  const f::PartialLayout L(B);
+  const f::Chunking c1(B, f::kTarget1), c2(B, f::kTarget2);
+  for (int ch = 0; ch < L.n1; ++ch)
+    for (int o = 0; o < f::kConv1Outs; ++o) {
+      float acc = 0.0f;
+      for (long b = c1.begin(ch); b < c1.end(ch, B); ++b)
+        acc += f::conv1_wgrad_sample(o, x.data() + b * 784, dp1.data() + b * f::kP1, a1.data() + b * f::kP1);
+      partial[static_cast<std::size_t>(L.conv1_at() + ch * f::kConv1Outs + o)] = acc;
+    }
+  for (int ch = 0; ch < L.n2; ++ch)
+    for (int t = 0; t < f::kConv2WgradThreads; ++t) {
+      float acc[f::kC1] = {};
+      for (long b = c2.begin(ch); b < c2.end(ch, B); ++b)
+        f::conv2_wgrad_sample(t, p1.data() + b * f::kP1, dp2.data() + b * f::kP2, a2.data() + b * f::kP2, acc);
+      for (int ci = 0; ci < f::kC1; ++ci)
+        if (const int o = f::conv2_wgrad_output(t, ci); o >= 0)
+          partial[static_cast<std::size_t>(L.conv2_at() + ch * f::kConv2Outs + o)] = acc[ci];
+    }
+  for (long t = 0; t < L.fc_threads(); ++t) f::fc_partial(t, B, p2.data(), dlogits.data(), loss.data(), partial.data());
   for (long i = 0; i <= f::kParams; ++i) {
     for (int l = 0; l < f::kLanes; ++l) lanes[l] = f::reduce_lane(i, l, B, partial.data());
     out[static_cast<std::size_t>(i)] = f::reduced_value(i, B, f::tree32(lanes));
@@ -114,10 +135,10 @@ void check_against_cpu(const std::vector<float>& fused, const std::vector<float>
 
 TEST_CASE("the fused GPU step's arithmetic equals the cpu backend on byte and float datasets", "[fused]") {
   const Data data = make_data(300, 5);
-  auto cpu = nn::make_cpu_backend(300);
-  // chunks shorter than a sample (conv1 and conv2 below ~1024 and ~256 samples), a shorter last
-  // chunk (fc at 7, 33, 130, 200), chunks that span samples (300: conv2 58 terms a chunk)
-  for (const int B : {1, 7, 33, 130, 200, 300}) {
+  auto cpu = nn::make_cpu_backend(1100);
+  // one sample a chunk (conv1 and conv2 up to 1024 and 512 samples), several with a shorter last
+  // chunk (fc at 7, 33, 130, 300; at 1100 conv1 2 a chunk, conv2 3 with a last of 2, fc 69)
+  for (const int B : {1, 7, 33, 130, 300, 1100}) {
     CAPTURE(B);
     std::vector<std::int32_t> rows;
     std::mt19937 rng(static_cast<std::uint32_t>(B));
@@ -188,11 +209,11 @@ TEST_CASE("the partials' buffer sized for max_batch holds the partials of every 
     CAPTURE(max_batch);
     for (int B = 1; B <= max_batch; ++B) REQUIRE(f::PartialLayout(B).size() <= f::partial_floats(max_batch));
   }
-  // at most the target number of chunks, none empty, the last ending at the last term
-  for (long terms = 1; terms <= 300000; terms += 997) {
-    const f::Chunking c(terms, f::kTarget1);
-    REQUIRE(c.n <= f::kTarget1);
-    REQUIRE(c.begin(c.n - 1) < terms);
-    REQUIRE(c.end(c.n - 1, terms) == terms);
+  // at most the target number of chunks, none empty, the last ending at the last sample
+  for (long B = 1; B <= 20000; B += 37) {
+    const f::Chunking c(B, f::kTarget2);
+    REQUIRE(c.n <= f::kTarget2);
+    REQUIRE(c.begin(c.n - 1) < B);
+    REQUIRE(c.end(c.n - 1, B) == B);
   }
 }

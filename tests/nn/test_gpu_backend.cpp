@@ -98,10 +98,13 @@ TEST_CASE("every gpu configuration's logits, loss and gradients equal the cpu ba
   }
 }
 
-// MNIST-like images have blank areas, where a 2x2 pooling window holds equal values (exact ties).
-// The CPU and fused kernels route the gradient to the first maximum in scan order; cuDNN's max
-// pooling routes ties its own way, which moves ~1e-3 of the conv filters' gradients (measured on
-// the H200: up to 4e-3 relative), so its tolerance on tied images is 1e-2.
+// MNIST-like images have blank areas, where a 2x2 pooling window holds values equal in exact
+// arithmetic. The CPU and fused kernels route the gradient to the first maximum in scan order,
+// but each backend sums a convolution in its own order, so such a tie can come out as a near-tie
+// either way; cuDNN's max pooling also breaks exact ties its own way. A tie routed differently
+// moves the conv filters' gradients by ~1e-3 of their scale (measured on the H200: up to 8e-4
+// fused, 4e-3 cuDNN), so the tolerance on these images is 1e-2; the random floats (no ties)
+// keep 1e-4. (The app's check that 1,000 steps give the CPU's very accuracy is the end-to-end one.)
 TEST_CASE("steps on the resident dataset equal the cpu backend's on the same rows", "[gpu]") {
   // an MNIST-like byte dataset (kept as bytes on the device) and random floats (kept as floats)
   const int N = 500;
@@ -129,7 +132,7 @@ TEST_CASE("steps on the resident dataset equal the cpu backend's on the same row
         const float loss_g = gpu->loss_and_grad_rows(p, rows, gg);
         const float loss_c = cpu->loss_and_grad_rows(p, rows, gc);
         CHECK(std::abs(loss_g - loss_c) <= 1e-4 * std::abs(loss_c));
-        const double tol = o.kernels == nn::GpuKernels::cudnn && images == &bytes_as_floats ? 1e-2 : 1e-4;
+        const double tol = images == &bytes_as_floats ? 1e-2 : 1e-4;
         check_grads(gg, gc, tol);
         // a replayed graph reads the new rows and parameters, not the captured ones
         for (auto& r : rows) r = (r + 1) % N;

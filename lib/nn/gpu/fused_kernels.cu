@@ -71,24 +71,77 @@ __global__ void fc_back_kernel(long n, const float* __restrict__ dlogits, const 
   if (i < n) f::fc_back(i, dlogits, P, dp2);
 }
 
-// One sample per block: its dp2, pool2 argmax and conv2's filter staged in shared memory.
+// One sample per block: its dp2 routed to pool2's argmax as a dense dc2 (14,14,16), and conv2's
+// filter by output channel, staged in shared memory; a thread per pixel, its 8 channels at once.
 __global__ void conv2_back_kernel(const float* __restrict__ dp2, const std::uint8_t* __restrict__ a2,
                                   const float* __restrict__ P, float* __restrict__ dp1) {
-  __shared__ float d[f::kP2], w[f::kB2 - f::kW2];
+  __shared__ float d[f::kP2], dc2[14 * 14 * f::kC2], wt[f::kB2 - f::kW2];
   __shared__ std::uint8_t a[f::kP2];
   const long b = blockIdx.x;
   for (int i = threadIdx.x; i < f::kP2; i += blockDim.x) {
     d[i] = dp2[b * f::kP2 + i];
     a[i] = a2[b * f::kP2 + i];
   }
-  for (int i = threadIdx.x; i < f::kB2 - f::kW2; i += blockDim.x) w[i] = P[f::kW2 + i];
+  for (int i = threadIdx.x; i < f::kB2 - f::kW2; i += blockDim.x) wt[i] = f::w2_by_output(i, P + f::kW2);
   __syncthreads();
-  for (int q = threadIdx.x; q < f::kP1; q += blockDim.x) f::conv2_back_cell(q, d, a, w, dp1 + b * f::kP1);
+  for (int i = threadIdx.x; i < 14 * 14 * f::kC2; i += blockDim.x) dc2[i] = f::dc2_dense(i, d, a);
+  __syncthreads();
+  for (int pix = threadIdx.x; pix < 196; pix += blockDim.x) f::conv2_back_pixel(pix, dc2, wt, dp1 + b * f::kP1);
 }
 
-__global__ void wgrad_kernel(long n, int B, FusedScratch s) {
+// One chunk of samples per block: conv2's weight-gradient partials, each sample's p1, dp2 and a2
+// staged in shared memory in turn; a thread per (tap, output channel), 8 input channels at once.
+__global__ void conv2_wgrad_kernel(int B, const float* __restrict__ p1, const float* __restrict__ dp2,
+                                   const std::uint8_t* __restrict__ a2, float* __restrict__ partial) {
+  __shared__ float in[f::kP1], d[f::kP2];
+  __shared__ std::uint8_t a[f::kP2];
+  const f::Chunking C(B, f::kTarget2);
+  const int ch = blockIdx.x, t = threadIdx.x;
+  float acc[f::kC1];
+#pragma unroll
+  for (int ci = 0; ci < f::kC1; ++ci) acc[ci] = 0.0f;
+  for (long b = C.begin(ch); b < C.end(ch, B); ++b) {
+    for (int i = t; i < f::kP1; i += blockDim.x) in[i] = p1[b * f::kP1 + i];
+    for (int i = t; i < f::kP2; i += blockDim.x) {
+      d[i] = dp2[b * f::kP2 + i];
+      a[i] = a2[b * f::kP2 + i];
+    }
+    __syncthreads();
+    f::conv2_wgrad_sample(t, in, d, a, acc);
+    __syncthreads();
+  }
+#pragma unroll
+  for (int ci = 0; ci < f::kC1; ++ci)
+    if (const int o = f::conv2_wgrad_output(t, ci); o >= 0) partial[static_cast<long>(ch) * f::kConv2Outs + o] = acc[ci];
+}
+
+// One chunk of samples per block: conv1's weight-gradient partials (80), each sample's image, dp1
+// and a1 staged in shared memory in turn.
+constexpr int kConv1Threads = 96;
+__global__ void conv1_wgrad_kernel(int B, const float* __restrict__ x, const float* __restrict__ dp1,
+                                   const std::uint8_t* __restrict__ a1, float* __restrict__ partial) {
+  __shared__ float img[784], d[f::kP1];
+  __shared__ std::uint8_t a[f::kP1];
+  const f::Chunking C(B, f::kTarget1);
+  const int ch = blockIdx.x, o = threadIdx.x;
+  float acc = 0.0f;
+  for (long b = C.begin(ch); b < C.end(ch, B); ++b) {
+    for (int i = threadIdx.x; i < 784; i += blockDim.x) img[i] = x[b * 784 + i];
+    for (int i = threadIdx.x; i < f::kP1; i += blockDim.x) {
+      d[i] = dp1[b * f::kP1 + i];
+      a[i] = a1[b * f::kP1 + i];
+    }
+    __syncthreads();
+    if (o < f::kConv1Outs) acc += f::conv1_wgrad_sample(o, img, d, a);
+    __syncthreads();
+  }
+  if (o < f::kConv1Outs) partial[static_cast<long>(ch) * f::kConv1Outs + o] = acc;
+}
+
+__global__ void fc_wgrad_kernel(long n, int B, const float* __restrict__ p2, const float* __restrict__ dlogits,
+                                const float* __restrict__ loss, float* __restrict__ partial) {
   const long t = static_cast<long>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (t < n) f::wgrad_partial(t, B, s.x, s.p1, s.a1, s.dp1, s.p2, s.a2, s.dp2, s.dlogits, s.loss, s.partial);
+  if (t < n) f::fc_partial(t, B, p2, dlogits, loss, partial);
 }
 
 // One warp per element of the gradient arena (and the loss).
@@ -111,9 +164,9 @@ __global__ void iota_kernel(std::int32_t* out, int n) {
   if (i < n) out[i] = i;
 }
 
-constexpr const char* kPassNames[kFusedPasses] = {"conv1+bias+pool", "conv2+bias+pool", "fc",
-                                                  "softmax xent",    "fc backward",     "conv2 backward",
-                                                  "weight partials", "reduce"};
+constexpr const char* kPassNames[kFusedPasses] = {
+    "conv1+bias+pool", "conv2+bias+pool", "fc",          "softmax xent", "fc backward",
+    "conv2 backward",  "conv2 wgrad",     "conv1 wgrad", "fc wgrad",     "reduce"};
 
 }  // namespace
 
@@ -144,11 +197,21 @@ cudaError_t launch_fused_pass(int pass, int B, BatchSource<T> src, const float* 
       conv2_back_kernel<<<B, kSampleThreads, 0, stream>>>(s.dp2, s.a2, params, s.dp1);
       break;
     case 6: {
-      const long n = f::PartialLayout(B).threads();
-      wgrad_kernel<<<blocks_for(n), kThreads, 0, stream>>>(n, B, s);
+      const f::PartialLayout L(B);
+      conv2_wgrad_kernel<<<L.n2, f::kConv2WgradThreads, 0, stream>>>(B, s.p1, s.dp2, s.a2, s.partial + L.conv2_at());
       break;
     }
     case 7: {
+      const f::PartialLayout L(B);
+      conv1_wgrad_kernel<<<L.n1, kConv1Threads, 0, stream>>>(B, s.x, s.dp1, s.a1, s.partial + L.conv1_at());
+      break;
+    }
+    case 8: {
+      const long n = f::PartialLayout(B).fc_threads();
+      fc_wgrad_kernel<<<blocks_for(n), kThreads, 0, stream>>>(n, B, s.p2, s.dlogits, s.loss, s.partial);
+      break;
+    }
+    case 9: {
       const long n = static_cast<long>(f::kParams) + 1;  // warps
       reduce_kernel<<<blocks_for(n * f::kLanes), kThreads, 0, stream>>>(n, B, s.partial, grad_loss);
       break;

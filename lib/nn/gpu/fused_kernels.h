@@ -27,7 +27,7 @@ struct FusedScratch {
 
 // The passes in order: [0, kFusedForwardPasses) compute the logits, the rest the gradient arena and
 // the mean loss (grad_loss: kMnistCnnParams + 1 floats).
-inline constexpr int kFusedForwardPasses = 3, kFusedPasses = 8;
+inline constexpr int kFusedForwardPasses = 3, kFusedPasses = 10;
 const char* fused_pass_name(int pass) noexcept;
 template <class T>
 cudaError_t launch_fused_pass(int pass, int B, BatchSource<T> src, const float* params, const FusedScratch& s,

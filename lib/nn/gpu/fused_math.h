@@ -6,16 +6,18 @@
 //
 // Shapes (B = batch, NHWC like the arena and the CPU backend):
 //   data    X (N,784) of T (float, or uint8 read as byte/255), labels (N); the batch is rows[0..B)
-//   conv1_pool_cell: p1 (B,14,14,8), a1 (B,14,14,8) argmax 0..3 in the 2x2 window ((dy,dx) = (k/2,k%2))
-//   conv2_pool_cell: p2 (B,7,7,16) = (B,784) in (h,w,c) order, a2 (B,7,7,16)
-//   fc:          logits (B,10)
-//   xent:        loss (B), dlogits (B,10) = (softmax - onehot) / B
-//   fc_back:     dp2 (B,784) = dlogits . Wf^T
-//   conv2_back_cell: dp1 (B,14,14,8): conv2's input gradient through pool2's argmax (dc2 never stored)
-//   weight gradients, in chunks of the batch (deterministic, no atomics): partial[chunk][o] for the
-//     arena's contiguous ranges [conv1_w, conv1_b] (80), [conv2_w, conv2_b] (1168),
-//     [fc_w, fc_b, loss] (7851: the last is the chunk's summed loss), then reduce: a fixed-order
-//     sum over chunks into the gradient arena (and the mean loss after it).
+//   conv1_pool_cell:  p1 (B,14,14,8), a1 (B,14,14,8) argmax 0..3 in the 2x2 window ((dy,dx) = (k/2,k%2)),
+//                     and x (B,784): the batch gathered as floats
+//   conv2_pool_cell:  p2 (B,7,7,16) = (B,784) in (h,w,c) order, a2 (B,7,7,16)
+//   fc_lane:          logits (B,10) (a warp per logit)
+//   xent:             loss (B), dlogits (B,10) = (softmax - onehot) / B
+//   fc_back:          dp2 (B,784) = dlogits . Wf^T
+//   conv2_back_pixel: dp1 (B,14,14,8) from dc2 (dp2 routed to pool2's argmax, per sample in
+//                     shared memory only)
+//   weight gradients, per chunk of the batch's samples (deterministic, no atomics): partial[chunk][o]
+//     for the arena's contiguous ranges [conv1_w, conv1_b] (80), [conv2_w, conv2_b] (1168),
+//     [fc_w, fc_b, loss] (7851: the last is the chunk's summed loss); then reduce_lane: a
+//     fixed-order sum over the chunks into the gradient arena (and the mean loss after it).
 // Pooling ties: the first maximum in scan order (0,0),(0,1),(1,0),(1,1) wins, as on the CPU.
 #pragma once
 #include <cmath>
@@ -37,18 +39,16 @@ inline constexpr int kP1 = 14 * 14 * kC1, kP2 = 7 * 7 * kC2;  // pooled floats p
 static_assert(kP2 == kFcIn);
 
 // The weight-gradient groups: each a contiguous range of the arena (plus, for fc, one slot for
-// the chunk's loss sum). A group's terms are its batch's (sample, pooled cell) pairs in order
-// (B*196 for conv1, B*49 for conv2, B for fc); each partial sums one chunk of them. The chunk
-// length depends on B only (so a step is deterministic): ceil(terms / kTarget*), so that a group
-// has at most kTarget* chunks at any batch size, many threads at small batches and short serial
-// sums at large ones.
+// the chunk's loss sum). Each partial sums one chunk of the batch's samples; the chunk length
+// depends on B only (so a step is deterministic): ceil(B / kTarget*), so that a group has at most
+// kTarget* chunks at any batch size: one sample a chunk (many blocks) at small batches, short
+// serial sums in the final reduction at large ones.
 inline constexpr int kConv1Outs = kW2 - kW1;           // conv1_w (72) + conv1_b (8)
 inline constexpr int kConv2Outs = kWf - kW2;           // conv2_w (1152) + conv2_b (16)
 inline constexpr int kFcOuts = kParams - kWf + 1;  // fc_w, fc_b, loss
-inline constexpr int kTarget1 = 1024, kTarget2 = 256, kTargetFc = 16;
-inline constexpr int kCells1 = 196, kCells2 = 49;  // pooled cells per sample and channel
+inline constexpr int kTarget1 = 1024, kTarget2 = 512, kTargetFc = 16;
 ASYNCPS_HD long ceil_div(long a, long b) { return (a + b - 1) / b; }
-// A group's chunks of `terms` terms: their length and number (the last may be shorter).
+// A group's chunks of B samples: their length and number (the last may be shorter).
 struct Chunking {
   long per;
   int n;
@@ -184,76 +184,92 @@ ASYNCPS_HD void fc_back(long i, const float* __restrict__ dlogits, const float* 
   dp2[i] = acc;
 }
 
-// q in [0, 14*14*8): one sample's dp1[y,x,ci] = sum over (ky,kx,co) of dc2[y-ky+1, x-kx+1, co] *
-// w2[ky,kx,ci,co], where dc2 is dp2 routed to pool2's argmax (zero elsewhere). d, a: the sample's
-// dp2 and a2 (7,7,16); w: conv2_w.
-ASYNCPS_HD void conv2_back_cell(int q, const float* __restrict__ d, const std::uint8_t* __restrict__ a,
-                                const float* __restrict__ w, float* __restrict__ dp1) {
-  const int ci = q % kC1, x = (q / kC1) % 14, y = q / (kC1 * 14);
-  float acc = 0.0f;
+// conv2's backward pass, one sample per block, staged in shared memory:
+// dc2 (14,14,16) dense: dp2 routed to pool2's argmax, zero elsewhere. i in [0, 3136); d, a: the
+// sample's dp2 and a2 (7,7,16).
+ASYNCPS_HD float dc2_dense(int i, const float* __restrict__ d, const std::uint8_t* __restrict__ a) {
+  const int co = i % kC2, xx = (i / kC2) % 14, yy = i / (kC2 * 14);
+  const int cell = ((yy / 2) * 7 + xx / 2) * kC2 + co, k = (yy % 2) * 2 + xx % 2;
+  return a[cell] == k ? d[cell] : 0.0f;
+}
+// conv2_w HWIO [3][3][8][16] as [3][3][16][8] (the 8 input channels of a tap and output channel
+// contiguous): i in [0, 1152) of the transposed filter.
+ASYNCPS_HD float w2_by_output(int i, const float* __restrict__ w) {
+  const int ci = i % kC1, co = (i / kC1) % kC2, tap = i / (kC1 * kC2);
+  return w[(tap * kC1 + ci) * kC2 + co];
+}
+// pix in [0, 196): one sample's dp1[y,x,0..8) = sum over (ky,kx,co) of dc2[y-ky+1, x-kx+1, co] *
+// w2[ky,kx,ci,co]. wt: w2_by_output's layout.
+ASYNCPS_HD void conv2_back_pixel(int pix, const float* __restrict__ dc2, const float* __restrict__ wt,
+                                 float* __restrict__ dp1) {
+  const int x = pix % 14, y = pix / 14;
+  float acc[kC1];
+  for (int ci = 0; ci < kC1; ++ci) acc[ci] = 0.0f;
   for (int ky = 0; ky < 3; ++ky) {
     const int yy = y - ky + 1;
     if (yy < 0 || yy >= 14) continue;
     for (int kx = 0; kx < 3; ++kx) {
       const int xx = x - kx + 1;
       if (xx < 0 || xx >= 14) continue;
-      const int cell = ((yy / 2) * 7 + xx / 2) * kC2, k = (yy % 2) * 2 + xx % 2;
-      const float* pw = w + ((ky * 3 + kx) * kC1 + ci) * kC2;
-      for (int co = 0; co < kC2; ++co)
-        if (a[cell + co] == k) acc += d[cell + co] * pw[co];
+      const float* g = dc2 + (yy * 14 + xx) * kC2;
+      const float* w = wt + (ky * 3 + kx) * kC2 * kC1;
+      for (int co = 0; co < kC2; ++co) {
+        const float gc = g[co];
+        for (int ci = 0; ci < kC1; ++ci) acc[ci] += gc * w[co * kC1 + ci];
+      }
     }
   }
-  dp1[q] = acc;
+  for (int ci = 0; ci < kC1; ++ci) dp1[pix * kC1 + ci] = acc[ci];
 }
 
-// Partial o of chunk ch of conv1's terms (b, q): o < 72: conv1_w[ky,kx,0,c], o >= 72: conv1_b[c];
-// through pool1's argmax (dc1 is dp1 at the argmax, zero elsewhere). x: the batch (B,784) floats.
-ASYNCPS_HD float conv1_wgrad(int ch, int o, int B, const float* __restrict__ x, const float* __restrict__ dp1,
-                             const std::uint8_t* __restrict__ a1) {
-  const long terms = static_cast<long>(B) * kCells1;
-  const Chunking C(terms, kTarget1);
-  const long t0 = C.begin(ch), t1 = C.end(ch, terms);
+// One sample's share of conv1's weight gradient, output o: o < 72: conv1_w[ky,kx,0,c], o >= 72:
+// conv1_b[c]; through pool1's argmax (dc1 is dp1 at the argmax, zero elsewhere). img: its image
+// (28,28) floats; d, a: its dp1 and a1 (14,14,8). A chunk's partial sums its samples in order.
+ASYNCPS_HD float conv1_wgrad_sample(int o, const float* __restrict__ img, const float* __restrict__ d,
+                                    const std::uint8_t* __restrict__ a) {
   float acc = 0.0f;
   if (o >= kB1 - kW1) {  // bias: every window routes its gradient to one position
     const int c = o - (kB1 - kW1);
-    for (long t = t0; t < t1; ++t) acc += dp1[t * kC1 + c];  // (b, q) -> b*kP1 + q*kC1 = t*kC1
+    for (int q = 0; q < 196; ++q) acc += d[q * kC1 + c];
     return acc;
   }
   const int c = o % kC1, kk = o / kC1, ky = kk / 3, kx = kk % 3;
-  for (long t = t0; t < t1; ++t) {
-    const long b = t / kCells1;
-    const int q = static_cast<int>(t - b * kCells1);
-    const int k = a1[t * kC1 + c];
+  for (int q = 0; q < 196; ++q) {
+    const int k = a[q * kC1 + c];
     const int yy = 2 * (q / 14) + k / 2 + ky - 1, xx = 2 * (q % 14) + k % 2 + kx - 1;
     if (yy < 0 || yy >= 28 || xx < 0 || xx >= 28) continue;
-    acc += x[b * 784 + yy * 28 + xx] * dp1[t * kC1 + c];
+    acc += img[yy * 28 + xx] * d[q * kC1 + c];
   }
   return acc;
 }
 
-// Partial o of chunk ch of conv2's terms (b, q): o < 1152: conv2_w[ky,kx,ci,co] (HWIO order),
-// o >= 1152: conv2_b[co]; through pool2's argmax.
-ASYNCPS_HD float conv2_wgrad(int ch, int o, int B, const float* __restrict__ p1, const float* __restrict__ dp2,
-                             const std::uint8_t* __restrict__ a2) {
-  const long terms = static_cast<long>(B) * kCells2;
-  const Chunking C(terms, kTarget2);
-  const long t0 = C.begin(ch), t1 = C.end(ch, terms);
-  float acc = 0.0f;
-  if (o >= kB2 - kW2) {
-    const int co = o - (kB2 - kW2);
-    for (long t = t0; t < t1; ++t) acc += dp2[t * kC2 + co];  // (b, q) -> b*kP2 + q*kC2 = t*kC2
-    return acc;
+// One sample's share of conv2's weight gradient, for thread t of a block of kConv2WgradThreads:
+// t < 144: output channel co = t % 16 and tap (ky,kx) = t / 16, all 8 input channels at once
+// (acc[ci] += ... for conv2_w[ky,kx,ci,co]); 144 <= t < 160: conv2_b[t - 144] in acc[0]. Through
+// pool2's argmax. in: the sample's p1 (14,14,8); d, a: its dp2 and a2 (7,7,16).
+inline constexpr int kConv2WgradThreads = 9 * kC2 + kC2;
+ASYNCPS_HD void conv2_wgrad_sample(int t, const float* __restrict__ in, const float* __restrict__ d,
+                                   const std::uint8_t* __restrict__ a, float* __restrict__ acc) {
+  if (t >= 9 * kC2) {
+    const int co = t - 9 * kC2;
+    for (int q = 0; q < 49; ++q) acc[0] += d[q * kC2 + co];
+    return;
   }
-  const int co = o % kC2, ci = (o / kC2) % kC1, kk = o / (kC1 * kC2), ky = kk / 3, kx = kk % 3;
-  for (long t = t0; t < t1; ++t) {
-    const long b = t / kCells2;
-    const int q = static_cast<int>(t - b * kCells2);
-    const int k = a2[t * kC2 + co];
+  const int co = t % kC2, tap = t / kC2, ky = tap / 3, kx = tap % 3;
+  for (int q = 0; q < 49; ++q) {
+    const int k = a[q * kC2 + co];
     const int yy = 2 * (q / 7) + k / 2 + ky - 1, xx = 2 * (q % 7) + k % 2 + kx - 1;
     if (yy < 0 || yy >= 14 || xx < 0 || xx >= 14) continue;
-    acc += p1[b * kP1 + (yy * 14 + xx) * kC1 + ci] * dp2[t * kC2 + co];
+    const float g = d[q * kC2 + co];
+    const float* pin = in + (yy * 14 + xx) * kC1;
+    for (int ci = 0; ci < kC1; ++ci) acc[ci] += pin[ci] * g;
   }
-  return acc;
+}
+// Where thread t's accumulator ci lands among conv2's outputs (HWIO order, then the biases);
+// -1 where it holds nothing.
+ASYNCPS_HD int conv2_wgrad_output(int t, int ci) {
+  if (t >= 9 * kC2) return ci == 0 ? kB2 - kW2 + (t - 9 * kC2) : -1;
+  return ((t / kC2) * kC1 + ci) * kC2 + t % kC2;
 }
 
 // Partial o of chunk ch of fc's terms (the samples): o < 7840: fc_w[f,j]; o < 7850: fc_b[j];
@@ -279,42 +295,24 @@ ASYNCPS_HD float fc_wgrad(int ch, int o, int B, const float* __restrict__ p2, co
 struct PartialLayout {
   int n1, n2, nf;  // chunks of each group
   ASYNCPS_HD explicit PartialLayout(int B)
-      : n1(Chunking(static_cast<long>(B) * kCells1, kTarget1).n),
-        n2(Chunking(static_cast<long>(B) * kCells2, kTarget2).n),
-        nf(Chunking(B, kTargetFc).n) {}
+      : n1(Chunking(B, kTarget1).n), n2(Chunking(B, kTarget2).n), nf(Chunking(B, kTargetFc).n) {}
   ASYNCPS_HD long conv1_at() const { return 0; }
   ASYNCPS_HD long conv2_at() const { return static_cast<long>(n1) * kConv1Outs; }
   ASYNCPS_HD long fc_at() const { return conv2_at() + static_cast<long>(n2) * kConv2Outs; }
   ASYNCPS_HD long size() const { return fc_at() + static_cast<long>(nf) * kFcOuts; }
-  ASYNCPS_HD long threads() const { return size(); }  // one partial per thread
+  ASYNCPS_HD long fc_threads() const { return static_cast<long>(nf) * kFcOuts; }  // one fc partial per thread
 };
-// The partials' buffer for every B <= max_batch (a group has at most min(terms, target) chunks).
+// The partials' buffer for every B <= max_batch (a group has at most min(B, target) chunks).
 inline long partial_floats(int max_batch) {
-  auto most = [max_batch](long cells, int target) {
-    const long terms = static_cast<long>(max_batch) * cells;
-    return terms < target ? terms : static_cast<long>(target);
-  };
-  return most(kCells1, kTarget1) * kConv1Outs + most(kCells2, kTarget2) * kConv2Outs + most(1, kTargetFc) * kFcOuts;
+  auto most = [max_batch](int target) { return static_cast<long>(max_batch < target ? max_batch : target); };
+  return most(kTarget1) * kConv1Outs + most(kTarget2) * kConv2Outs + most(kTargetFc) * kFcOuts;
 }
 
-// t in [0, layout.size()): which group, chunk and output partial t is, and its value.
-ASYNCPS_HD void wgrad_partial(long t, int B, const float* __restrict__ x, const float* __restrict__ p1,
-                              const std::uint8_t* __restrict__ a1, const float* __restrict__ dp1,
-                              const float* __restrict__ p2, const std::uint8_t* __restrict__ a2,
-                              const float* __restrict__ dp2, const float* __restrict__ dlogits,
-                              const float* __restrict__ loss, float* __restrict__ partial) {
+// t in [0, layout.fc_threads()): fc's partial t (chunk t / kFcOuts, output t % kFcOuts).
+ASYNCPS_HD void fc_partial(long t, int B, const float* __restrict__ p2, const float* __restrict__ dlogits,
+                           const float* __restrict__ loss, float* __restrict__ partial) {
   const PartialLayout L(B);
-  float v;
-  if (t < L.conv2_at()) {
-    v = conv1_wgrad(static_cast<int>(t / kConv1Outs), static_cast<int>(t % kConv1Outs), B, x, dp1, a1);
-  } else if (t < L.fc_at()) {
-    const long u = t - L.conv2_at();
-    v = conv2_wgrad(static_cast<int>(u / kConv2Outs), static_cast<int>(u % kConv2Outs), B, p1, dp2, a2);
-  } else {
-    const long u = t - L.fc_at();
-    v = fc_wgrad(static_cast<int>(u / kFcOuts), static_cast<int>(u % kFcOuts), B, p2, dlogits, loss);
-  }
-  partial[t] = v;
+  partial[L.fc_at() + t] = fc_wgrad(static_cast<int>(t / kFcOuts), static_cast<int>(t % kFcOuts), B, p2, dlogits, loss);
 }
 
 // Lane `lane` of the gradient arena's element i (i == kParams: the loss): its share of the
