@@ -170,3 +170,18 @@ TEST_CASE("uniform_below stays in range and hits every value", "[batcher]") {
   for (int h : hits) CHECK(h > 800);
   CHECK(uniform_below(rng, 1) == 0);
 }
+
+TEST_CASE("next_rows names the very batches next serves, epochs and reshuffles included", "[batcher]") {
+  const Split s = numbered_split(23);
+  Batcher by_images(s, 5, 99), by_rows(s, 5, 99);
+  std::vector<std::int32_t> rows(5);
+  for (int step = 0; step < 20; ++step) {  // 100 examples: four epochs and a part, batches across them
+    by_rows.next_rows(rows);
+    const auto ids = next_ids(by_images);
+    for (std::size_t k = 0; k < rows.size(); ++k) REQUIRE(static_cast<std::size_t>(rows[k]) == ids[k]);
+  }
+  CHECK(by_rows.epoch() == by_images.epoch());
+  CHECK(by_rows.examples_served() == 100);
+  std::vector<std::int32_t> wrong(4);
+  CHECK_THROWS_AS(by_rows.next_rows(wrong), DataError);
+}
