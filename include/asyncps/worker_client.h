@@ -92,7 +92,7 @@ class WorkerClient {
   // Adds a span of the caller's own to this rank's timeline (Options::timeline; nothing without
   // one), beside the library's pull/push/compute spans: e.g. a GPU's own time for a step, as
   // CUDA events measured it, ending when the step's result reached the host. `name` must be a
-  // string literal (it is kept, not copied).
+  // string literal (it is kept, not copied); a null name or an end before the begin adds nothing.
   void note_span(const char* name, std::chrono::steady_clock::time_point begin,
                  std::chrono::steady_clock::time_point end) noexcept;
   // Whether the job restored a checkpoint (Options::checkpoint: the constructor, collective,

@@ -3,6 +3,7 @@
 #pragma once
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <random>
@@ -23,6 +24,17 @@ inline Batch random_batch(int B, std::uint32_t seed) {
   std::mt19937 rng(seed + 1);
   for (int i = 0; i < B; ++i) b.y.push_back(static_cast<std::uint8_t>(rng() % asyncps::nn::kClasses));
   return b;
+}
+
+// max |a - b| / max |b| over [off, off + n): the error relative to the tensor's scale (a
+// per-element relative error would be dominated by entries that cancel to ~0 in both backends).
+inline double rel_error(const std::vector<float>& a, const std::vector<float>& b, std::size_t off, std::size_t n) {
+  double diff = 0.0, scale = 0.0;
+  for (std::size_t i = off; i < off + n; ++i) {
+    diff = std::max(diff, std::abs(static_cast<double>(a[i]) - b[i]));
+    scale = std::max(scale, std::abs(static_cast<double>(b[i])));
+  }
+  return scale > 0.0 ? diff / scale : diff;
 }
 
 // Every tensor, biases included, Glorot-uniform random.

@@ -93,15 +93,6 @@ std::vector<float> fused_step(int B, const std::vector<T>& X, const std::vector<
   return out;
 }
 
-// max |a - b| / max |b| over [off, off + n): the error relative to the tensor's scale.
-double rel_error(const std::vector<float>& a, const std::vector<float>& b, std::size_t off, std::size_t n) {
-  double diff = 0.0, scale = 0.0;
-  for (std::size_t i = off; i < off + n; ++i) {
-    diff = std::max(diff, std::abs(static_cast<double>(a[i]) - b[i]));
-    scale = std::max(scale, std::abs(static_cast<double>(b[i])));
-  }
-  return scale > 0.0 ? diff / scale : diff;
-}
 
 // A dataset of n images with MNIST-like bytes (mostly 0, some strokes) and its float copy.
 struct Data {
@@ -124,7 +115,7 @@ void check_against_cpu(const std::vector<float>& fused, const std::vector<float>
   CHECK(std::abs(fused[f::kParams] - cpu_loss) <= 1e-5 * std::abs(cpu_loss));
   std::size_t off = 0;
   for (const auto& t : nn::mnist_cnn_tensors()) {
-    const double e = rel_error(fused, cpu_grad, off, t.size());
+    const double e = nn_test::rel_error(fused, cpu_grad, off, t.size());
     CAPTURE(t.name, e);
     CHECK(e <= 1e-4);
     off += t.size();
@@ -154,7 +145,7 @@ TEST_CASE("the fused GPU step's arithmetic equals the cpu backend on byte and fl
     cpu->forward(P, x, lc);
     std::vector<float> lf;
     const auto from_bytes = fused_step(B, data.bytes, data.labels, rows, P, &lf);
-    CHECK(rel_error(lf, lc, 0, lc.size()) <= 1e-5);
+    CHECK(nn_test::rel_error(lf, lc, 0, lc.size()) <= 1e-5);
     check_against_cpu(from_bytes, g, loss);
     // the float dataset gives the very same numbers as the bytes (byte/255 is exact on both)
     const auto from_floats = fused_step(B, data.floats, data.labels, rows, P);

@@ -28,16 +28,6 @@ namespace {
 using nn_test::Batch;
 using nn_test::random_batch;
 
-// max |a - b| / max |b| over [off, off + n): the error relative to the tensor's scale. (A per-element
-// relative error would be dominated by gradient entries that cancel to ~0 in both backends.)
-double rel_error(const std::vector<float>& a, const std::vector<float>& b, std::size_t off, std::size_t n) {
-  double diff = 0.0, scale = 0.0;
-  for (std::size_t i = off; i < off + n; ++i) {
-    diff = std::max(diff, std::abs(static_cast<double>(a[i]) - b[i]));
-    scale = std::max(scale, std::abs(static_cast<double>(b[i])));
-  }
-  return scale > 0.0 ? diff / scale : diff;
-}
 
 // Every way the backend can run a step.
 const nn::GpuOptions kConfigs[] = {{nn::GpuKernels::fused, true},
@@ -48,7 +38,7 @@ const nn::GpuOptions kConfigs[] = {{nn::GpuKernels::fused, true},
 void check_grads(const std::vector<float>& gg, const std::vector<float>& gc, double tolerance = 1e-4) {
   std::size_t off = 0;
   for (const auto& t : nn::mnist_cnn_tensors()) {
-    const double e = rel_error(gg, gc, off, t.size());
+    const double e = nn_test::rel_error(gg, gc, off, t.size());
     CAPTURE(t.name, e);
     CHECK(e <= tolerance);
     off += t.size();
@@ -86,7 +76,7 @@ TEST_CASE("every gpu configuration's logits, loss and gradients equal the cpu ba
       std::vector<float> lg(static_cast<std::size_t>(B) * nn::kClasses), lc(lg.size());
       gpu->forward(p, batch.x, lg);
       cpu->forward(p, batch.x, lc);
-      CHECK(rel_error(lg, lc, 0, lg.size()) <= 1e-4);
+      CHECK(nn_test::rel_error(lg, lc, 0, lg.size()) <= 1e-4);
       std::vector<float> gg(nn::kMnistCnnParams, std::numeric_limits<float>::quiet_NaN()), gc(nn::kMnistCnnParams);
       const float loss_g = gpu->loss_and_grad(p, batch.x, batch.y, gg);
       const float loss_c = cpu->loss_and_grad(p, batch.x, batch.y, gc);

@@ -14,7 +14,6 @@
     step counts as non-finite (not pushed), and the next steps go on from the old state; a finite
     gradient whose sum overflows float32 is stepped and pushed as any other;
   - after done, step() raises; finish() ends the worker; servers return with exit_servers=False."""
-import os
 import sys
 
 import numpy as np
@@ -22,28 +21,8 @@ import torch
 
 import asyncps
 import asyncps.torch
+from checks import RANK, check, failures, refused
 
-RANK = int(os.environ.get("OMPI_COMM_WORLD_RANK", os.environ.get("PMI_RANK", "0")))
-failures = []
-
-
-def check(cond, what):
-    if not cond:
-        failures.append(what)
-        print(f"FAIL [rank {RANK}]: {what}", flush=True)
-
-
-def refused(exc, fn, match, what):
-    try:
-        fn()
-    except exc as e:
-        if not str(e).startswith("asyncps:") or match not in str(e):
-            check(False, f"{what}: {e!r}")
-        return
-    except Exception as e:  # noqa: BLE001
-        check(False, f"{what}: raised {type(e).__name__}: {e}")
-        return
-    check(False, f"{what}: accepted")
 
 
 def model():

@@ -14,7 +14,6 @@ asyncps.torch's GPU path (ModuleArena's host mirror, and AsyncOptimizer driving 
     weight prediction (module - pulled), the same final parameters, bit for bit, for plain SGD,
     momentum with weight prediction and a NaN gradient mid-run (not stepped, not pushed), momentum
     with the staleness correction, and Adam with weight prediction (tau pinned to 1-1.5)."""
-import os
 import sys
 
 import numpy as np
@@ -22,29 +21,9 @@ import torch
 
 import asyncps
 import asyncps.torch
+from checks import RANK, check, failures, refused
 from torch_arena_jobs import CONFIGS, run_job
 
-RANK = int(os.environ.get("OMPI_COMM_WORLD_RANK", os.environ.get("PMI_RANK", "0")))
-failures = []
-
-
-def check(cond, what):
-    if not cond:
-        failures.append(what)
-        print(f"FAIL [rank {RANK}]: {what}", flush=True)
-
-
-def refused(exc, fn, match, what):
-    try:
-        fn()
-    except exc as e:
-        if not str(e).startswith("asyncps:") or match not in str(e):
-            check(False, f"{what}: {e!r}")
-        return
-    except Exception as e:  # noqa: BLE001
-        check(False, f"{what}: raised {type(e).__name__}: {e}")
-        return
-    check(False, f"{what}: accepted")
 
 
 def net():

@@ -14,12 +14,12 @@ as it trains it on the CPU:
     applies nn.EmbeddingBag's gradient step to the table;
   - host_mirror=False with a module on cuda is a ValueError starting 'asyncps:'.
 Where torch sees no CUDA device it prints one line and exits 77 (ctest: skipped)."""
-import os
 import sys
 
 import torch
 
-RANK = int(os.environ.get("OMPI_COMM_WORLD_RANK", os.environ.get("PMI_RANK", "0")))
+from checks import RANK, check, failures, refused
+
 if not torch.cuda.is_available():
     if RANK == 0:
         print("no GPU: torch sees no CUDA device, test_torch_gpu.py not run", flush=True)
@@ -35,26 +35,6 @@ from torch_arena_jobs import CONFIGS, batches, model, run_job  # noqa: E402
 torch.backends.cuda.matmul.allow_tf32 = False
 torch.backends.cudnn.allow_tf32 = False
 DEV = torch.device("cuda", torch.cuda.device_count() - 1)  # (the last one: not only the default device)
-failures = []
-
-
-def check(cond, what):
-    if not cond:
-        failures.append(what)
-        print(f"FAIL [rank {RANK}]: {what}", flush=True)
-
-
-def refused(exc, fn, match, what):
-    try:
-        fn()
-    except exc as e:
-        if not str(e).startswith("asyncps:") or match not in str(e):
-            check(False, f"{what}: {e!r}")
-        return
-    except Exception as e:  # noqa: BLE001
-        check(False, f"{what}: raised {type(e).__name__}: {e}")
-        return
-    check(False, f"{what}: accepted")
 
 
 def close(a, b, rtol=1e-3, atol=1e-5):

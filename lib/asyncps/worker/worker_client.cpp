@@ -69,6 +69,7 @@ const WorkerStats& WorkerClient::stats() const noexcept { return impl_->stats();
 int WorkerClient::worker_index() const noexcept { return impl_->worker_index(); }
 void WorkerClient::note_span(const char* name, std::chrono::steady_clock::time_point begin,
                              std::chrono::steady_clock::time_point end) noexcept {
+  if (name == nullptr || end < begin) return;  // nothing a trace could show
   try {
     impl_->timeline().span(name, begin, end);
   } catch (...) {  // a trace without this span, rather than a failed step

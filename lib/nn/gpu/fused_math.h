@@ -84,15 +84,29 @@ ASYNCPS_HD float image_pixel(long b, int p, const T* __restrict__ X, const std::
   return pixel(X[static_cast<long>(rows[b]) * 784 + p]);
 }
 
+// Pooled cell (py, px) of a 2x2/2 max pool over the conv output conv_at(y, x): its maximum and
+// where it is (k = dy*2 + dx); the first maximum in scan order wins ties.
+template <class ConvAt>
+ASYNCPS_HD void max_pool_2x2(int py, int px, ConvAt conv_at, float& out, std::uint8_t& arg) {
+  float best = 0.0f;
+  int at = 0;
+  for (int k = 0; k < 4; ++k) {
+    const float v = conv_at(2 * py + k / 2, 2 * px + k % 2);
+    if (k == 0 || v > best) {
+      best = v;
+      at = k;
+    }
+  }
+  out = best;
+  arg = static_cast<std::uint8_t>(at);
+}
+
 // q in [0, 14*14*8): one sample's p1[q], a1[q]. img: (28,28) floats; w: conv1_w HWIO [3][3][1][8];
 // bias: conv1_b (8).
 ASYNCPS_HD void conv1_pool_cell(int q, const float* __restrict__ img, const float* __restrict__ w,
                                 const float* __restrict__ bias, float* __restrict__ p1, std::uint8_t* __restrict__ a1) {
   const int c = q % kC1, px = (q / kC1) % 14, py = q / (kC1 * 14);
-  float best = 0.0f;
-  int arg = 0;
-  for (int k = 0; k < 4; ++k) {
-    const int y = 2 * py + k / 2, x = 2 * px + k % 2;
+  max_pool_2x2(py, px, [&](int y, int x) {
     float v = 0.0f;
     for (int ky = 0; ky < 3; ++ky) {
       const int yy = y + ky - 1;
@@ -103,14 +117,8 @@ ASYNCPS_HD void conv1_pool_cell(int q, const float* __restrict__ img, const floa
         v += img[yy * 28 + xx] * w[(ky * 3 + kx) * kC1 + c];
       }
     }
-    v += bias[c];
-    if (k == 0 || v > best) {
-      best = v;
-      arg = k;
-    }
-  }
-  p1[q] = best;
-  a1[q] = static_cast<std::uint8_t>(arg);
+    return v + bias[c];
+  }, p1[q], a1[q]);
 }
 
 // q in [0, 7*7*16): one sample's p2[q], a2[q]. in: its p1 (14,14,8); w: conv2_w HWIO [3][3][8][16];
@@ -118,10 +126,7 @@ ASYNCPS_HD void conv1_pool_cell(int q, const float* __restrict__ img, const floa
 ASYNCPS_HD void conv2_pool_cell(int q, const float* __restrict__ in, const float* __restrict__ w,
                                 const float* __restrict__ bias, float* __restrict__ p2, std::uint8_t* __restrict__ a2) {
   const int co = q % kC2, px = (q / kC2) % 7, py = q / (kC2 * 7);
-  float best = 0.0f;
-  int arg = 0;
-  for (int k = 0; k < 4; ++k) {
-    const int y = 2 * py + k / 2, x = 2 * px + k % 2;
+  max_pool_2x2(py, px, [&](int y, int x) {
     float v = 0.0f;
     for (int ky = 0; ky < 3; ++ky) {
       const int yy = y + ky - 1;
@@ -134,14 +139,8 @@ ASYNCPS_HD void conv2_pool_cell(int q, const float* __restrict__ in, const float
         for (int ci = 0; ci < kC1; ++ci) v += pin[ci] * pw[ci * kC2];
       }
     }
-    v += bias[co];
-    if (k == 0 || v > best) {
-      best = v;
-      arg = k;
-    }
-  }
-  p2[q] = best;
-  a2[q] = static_cast<std::uint8_t>(arg);
+    return v + bias[co];
+  }, p2[q], a2[q]);
 }
 
 // Lane `lane` of logit (b, j)'s warp: its share of p2[b,:] . fc_w[:,j] (f = lane, lane + 32, ...);
