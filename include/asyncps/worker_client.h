@@ -92,9 +92,10 @@ class WorkerClient {
   // Adds a span of the caller's own to this rank's timeline (Options::timeline; nothing without
   // one), beside the library's pull/push/compute spans: e.g. a GPU's own time for a step, as
   // CUDA events measured it, ending when the step's result reached the host. `name` must be a
-  // string literal (it is kept, not copied); a null name or an end before the begin adds nothing.
+  // string literal (it is kept, not copied). Throws ConfigError on a null name, an end before the
+  // begin, or a call from another thread than the Session's.
   void note_span(const char* name, std::chrono::steady_clock::time_point begin,
-                 std::chrono::steady_clock::time_point end) noexcept;
+                 std::chrono::steady_clock::time_point end);
   // Whether the job restored a checkpoint (Options::checkpoint: the constructor, collective,
   // restores it on every rank), and the global step it resumed from (0 when none).
   bool restored() const noexcept;

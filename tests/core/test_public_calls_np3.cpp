@@ -5,6 +5,8 @@
 // (`ParameterServer(s, init).serve()`) followed by a collective of the program's own ends.
 #include <catch2/catch.hpp>
 
+#include <chrono>
+
 #include <cmath>
 #include <exception>
 #include <limits>
@@ -80,6 +82,11 @@ TEST_CASE("refused arguments never reach the arena; the temporary server frees n
     CHECK_THROWS_AS(w.claim_step(std::numeric_limits<std::int64_t>::max()), ConfigError);
     CHECK_THROWS_AS(steps.begin_step(params, -5), ConfigError);
     CHECK_THROWS_AS(steps.begin_step(small, 10), ConfigError);
+    const auto t = std::chrono::steady_clock::now();
+    CHECK_THROWS_WITH(w.note_span(nullptr, t, t), Catch::Contains("WorkerClient::note_span: the span's name is null"));
+    CHECK_THROWS_WITH(w.note_span("gpu", t, t - std::chrono::seconds(1)), Catch::Contains("ends before it begins"));
+    CHECK_NOTHROW(w.note_span("gpu", t - std::chrono::microseconds(5), t));
+    CHECK_THAT(from_other_thread([&] { w.note_span("gpu", t, t); }), Catch::Contains("WorkerClient::note_span"));
     // FUNNELED: the thread that made the Session only
     CHECK_THAT(from_other_thread([&] { w.pull(params); }), Catch::Contains("called from another thread"));
     CHECK_THAT(from_other_thread([&] { w.push(grad, 1.f); }), Catch::Contains("WorkerClient::push"));

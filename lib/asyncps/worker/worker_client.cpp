@@ -1,6 +1,7 @@
 // defines: WorkerClient (the public face of the worker's transport)
 #include "asyncps/worker_client.h"
 
+#include "asyncps/error.h"
 #include "asyncps/mpi_environment.h"
 #include "worker/worker_transport.h"
 
@@ -68,12 +69,11 @@ bool WorkerClient::finished() const noexcept { return impl_->finished(); }
 const WorkerStats& WorkerClient::stats() const noexcept { return impl_->stats(); }
 int WorkerClient::worker_index() const noexcept { return impl_->worker_index(); }
 void WorkerClient::note_span(const char* name, std::chrono::steady_clock::time_point begin,
-                             std::chrono::steady_clock::time_point end) noexcept {
-  if (name == nullptr || end < begin) return;  // nothing a trace could show
-  try {
-    impl_->timeline().span(name, begin, end);
-  } catch (...) {  // a trace without this span, rather than a failed step
-  }
+                             std::chrono::steady_clock::time_point end) {
+  impl_->session().check_thread("WorkerClient::note_span");
+  if (name == nullptr) throw ConfigError("WorkerClient::note_span: the span's name is null");
+  if (end < begin) throw ConfigError("WorkerClient::note_span: the span ends before it begins");
+  impl_->timeline().span(name, begin, end);
 }
 detail::WorkerTransport& WorkerClient::transport() noexcept { return *impl_; }
 
