@@ -34,10 +34,10 @@ test-deps:
 data: deps
 	@scripts/fetch-mnist.sh data/mnist
 
-# The app is built for the machine it runs on (-march=native for the CNN kernels, the apps and
-# the benchmarks: ASYNCPS_NATIVE); the installed libasyncps is portable x86-64 either way.
+# One build for every CPU: the kernels are compiled for each instruction-set level and the best
+# the CPU runs is chosen at run time (docs/PERFORMANCE.md "CPU kernels").
 $(BUILD)/CMakeCache.txt:
-	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DASYNCPS_NATIVE=ON $(CMAKE_ARGS)
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release $(CMAKE_ARGS)
 
 configure: deps $(BUILD)/CMakeCache.txt
 
@@ -74,7 +74,7 @@ bench-python: data build
 # run with mpiexec.mpich and srun --mpi=pmi2 (docs/MULTIHOST.md "Building for MPICH"). No Python
 # module: Debian's mpi4py is built for Open MPI. MPICH_CTEST_ARGS: e.g. -L multihost.
 test-mpich: data test-deps
-	cmake -S . -B $(MPICH_BUILD) -DCMAKE_BUILD_TYPE=Release -DASYNCPS_NATIVE=ON -DASYNCPS_MPI=mpich \
+	cmake -S . -B $(MPICH_BUILD) -DCMAKE_BUILD_TYPE=Release -DASYNCPS_MPI=mpich \
 	  -DASYNCPS_BUILD_PYTHON=OFF -DASYNCPS_WITH_CUDA=OFF $(CMAKE_ARGS)
 	cmake --build $(MPICH_BUILD) -j $(JOBS)
 	cd $(MPICH_BUILD) && ctest --output-on-failure --timeout 900 $(MPICH_CTEST_ARGS)
@@ -83,7 +83,7 @@ test-mpich: data test-deps
 # (bench/mpi_matrix.sh; docs/MULTIHOST.md "The transport matrix").
 bench-mpi: data build
 	@scripts/install-deps.sh --bench
-	cmake -S . -B $(MPICH_BUILD) -DCMAKE_BUILD_TYPE=Release -DASYNCPS_NATIVE=ON -DASYNCPS_MPI=mpich \
+	cmake -S . -B $(MPICH_BUILD) -DCMAKE_BUILD_TYPE=Release -DASYNCPS_MPI=mpich \
 	  -DASYNCPS_BUILD_PYTHON=OFF -DASYNCPS_WITH_CUDA=OFF $(CMAKE_ARGS)
 	cmake --build $(MPICH_BUILD) -j $(JOBS) --target mnist_async bench_push_pull
 	bench/mpi_matrix.sh $(BUILD) $(MPICH_BUILD)
@@ -101,11 +101,10 @@ bench-embedding: build
 	bench/embedding.sh $(BUILD)
 
 # ASan + UBSan (GCC): everything built with ASYNCPS_SANITIZE=address,undefined in $(ASAN_BUILD),
-# every test run under it; any sanitizer report fails (README "Sanitizers and fuzzers"). The CNN
-# kernels for this machine, as in `make test` (the training tests' time limits assume it).
+# every test run under it; any sanitizer report fails (README "Sanitizers and fuzzers").
 sanitize: data test-deps
 	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DASYNCPS_SANITIZE=address,undefined \
-	  -DASYNCPS_NATIVE=ON -DASYNCPS_WITH_CUDA=OFF -DASYNCPS_BUILD_BENCH=OFF $(CMAKE_ARGS)
+	  -DASYNCPS_WITH_CUDA=OFF -DASYNCPS_BUILD_BENCH=OFF $(CMAKE_ARGS)
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 	scripts/run-sanitizer-tests.sh $(ASAN_BUILD) $(SANITIZE_CTEST_ARGS)
 

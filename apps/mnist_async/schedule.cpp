@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "asyncps/error.h"
+#include "nn/updates.h"
 
 namespace mnist_async {
 
@@ -45,15 +46,11 @@ void MovingAverage::apply(std::span<const float> values, std::int64_t global_ste
   const float* x = values.data();
   if (correction_ == Correction::none) {
     // level -= (1 - D) * (level - x)
-    for (std::size_t i = 0; i < n; ++i) level[i] -= a * (level[i] - x[i]);
+    asyncps::nn::ema_step(level, x, n, a);
     return;
   }
   // level -= (1 - D) * (level - x); smooth -= (1 - D) * (smooth - level), the new level (one pass)
-  float* smooth = smooth_.data();
-  for (std::size_t i = 0; i < n; ++i) {
-    level[i] -= a * (level[i] - x[i]);
-    smooth[i] -= a * (smooth[i] - level[i]);
-  }
+  asyncps::nn::ema_trend_step(level, smooth_.data(), x, n, a);
 }
 
 std::span<const float> MovingAverage::average() {
@@ -62,7 +59,7 @@ std::span<const float> MovingAverage::average() {
   // in the smooth, none in the difference
   if (average_stale_) {
     average_.resize(level_.size());
-    for (std::size_t i = 0; i < level_.size(); ++i) average_[i] = 2.0f * level_[i] - smooth_[i];
+    asyncps::nn::trend_average(average_.data(), level_.data(), smooth_.data(), level_.size());
     average_stale_ = false;
   }
   return average_;

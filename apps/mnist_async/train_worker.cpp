@@ -14,6 +14,7 @@
 #include "mnist/batcher.h"
 #include "mnist/dataset.h"
 #include "device.h"
+#include "nn/cpu_kernels.h"
 #include "nn/mnist_cnn.h"
 #include "nn/mnist_cnn_layout.h"
 #include "optimizer.h"
@@ -59,6 +60,9 @@ int run_worker(const Config& config, asyncps::Session& session) {
   }();
   auto backend = make_backend(config.device, config.batch_size, session.node_worker_index());
   backend->set_dataset(data.train.images, data.train.labels);  // (a GPU keeps it on the device)
+  if (config.verbose)  // the instruction-set level of the CPU kernels (the model's on cpu, the updates' on either)
+    std::printf("worker %d: backend %s, cpu kernels: %s\n", roles.worker_index(), backend->name(),
+                asyncps::nn::cpu_kernel_levels().c_str());
   std::optional<MetricsLog> metrics;
   if (chief) metrics.emplace(config.logdir);
   asyncps::mnist::Batcher batcher(data.train, config.batch_size, static_cast<std::uint64_t>(config.seed) * 1000003u + static_cast<std::uint64_t>(roles.worker_index()));

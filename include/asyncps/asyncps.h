@@ -1,5 +1,6 @@
 // The whole public API of libasyncps. See docs/USING.md for a complete program.
 #pragma once
+#include "asyncps/cpu_kernels.h"
 #include "asyncps/embedding_table.h"
 #include "asyncps/error.h"
 #include "asyncps/limits.h"

@@ -10,8 +10,7 @@
 #   - the two libraries or the two test programs have an MPI symbol (MPI_, PMPI_, ompi_, opal_)
 #     or need a symbol of libasyncps, or a test program loads libmpi.
 # BUILD_DIR is kept between runs (a rerun rebuilds what changed). Environment: CMAKE (cmake),
-# CTEST (ctest), CXX (c++), JOBS (2), ASYNCPS_NATIVE (OFF; the ctest test passes its build's, so
-# the kernels are compiled with the same -march as there). About 90 s on 2 idle cores: a minute
+# CTEST (ctest), CXX (c++), JOBS (2). About 90 s on 2 idle cores: a minute
 # to build, 30 s of test_nn; a rerun builds only what changed.
 set -euo pipefail
 [ $# -eq 1 ] || { echo "usage: $0 BUILD_DIR" >&2; exit 2; }
@@ -22,7 +21,6 @@ CMAKE=${CMAKE:-cmake}
 CTEST=${CTEST:-ctest}
 CXX=${CXX:-c++}
 JOBS=${JOBS:-2}
-NATIVE=${ASYNCPS_NATIVE:-OFF}
 step() { echo; echo "=== $*"; }
 fail() { echo "FAIL: $*"; exit 1; }
 
@@ -35,7 +33,7 @@ fi
 echo "none"
 
 step "configure tests/standalone in $build"
-"$CMAKE" -S "$here" -B "$build" -DCMAKE_CXX_COMPILER="$CXX" -DCMAKE_BUILD_TYPE=Release -DASYNCPS_NATIVE="$NATIVE" \
+"$CMAKE" -S "$here" -B "$build" -DCMAKE_CXX_COMPILER="$CXX" -DCMAKE_BUILD_TYPE=Release \
   >/dev/null \
   || fail "tests/standalone does not configure without MPI (output above)"
 

@@ -1,13 +1,15 @@
-// defines: asyncps::detail::scale_into_finite, dc_correct, all_finite, AlignedFloats
+// defines: asyncps::detail::scale_into_finite, dc_correct, all_finite, AlignedFloats, VectorOps, vector_ops_at
 // The library's only loops over whole gradients (staging scale * grad before a push, and the
 // non-finite guard on what is pushed). libasyncps is built for plain x86-64 (no -march: the
-// installed library runs on any x86-64 CPU); these are compiled several times (GCC's
-// target_clones: AVX-512F, AVX2, baseline) and the dynamic loader picks the best clone for the
-// CPU it runs on (an ifunc), so staging keeps the speed -march=native gave it.
+// installed library runs on any x86-64 CPU); these are compiled once per CPU level
+// (vector_ops.inc through lib/cpu's cpu/foreach_level.h: baseline, avx2, avx512) and the level of
+// cpu::active_level() runs (asyncps::cpu_kernel_level(), ASYNCPS_CPU_KERNELS).
 #pragma once
 #include <cstddef>
 #include <new>
 #include <vector>
+
+#include "cpu/level.h"
 
 namespace asyncps::detail {
 
@@ -39,5 +41,14 @@ void dc_correct(float* out, const float* g, const float* now, const float* read,
 
 // True when no element of v[0, n) is NaN or Inf.
 bool all_finite(const float* v, std::size_t n) noexcept;
+
+// The three at one CPU level (the functions above call the active level's); tests run each.
+struct VectorOps {
+  bool (*scale_into_finite)(float*, const float*, std::size_t, float) noexcept;
+  void (*dc_correct)(float*, const float*, const float*, const float*, std::size_t, float) noexcept;
+  bool (*all_finite)(const float*, std::size_t) noexcept;
+};
+// Level l's (one of cpu::compiled_levels()).
+const VectorOps& vector_ops_at(cpu::Level l);
 
 }  // namespace asyncps::detail

@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "asyncps/cpu_kernels.h"
 #include "asyncps/error.h"
 #include "asyncps/log.h"
 #include "asyncps/stall_watch.h"
@@ -111,6 +112,7 @@ void agree_valid(MPI_Comm comm, const ParamLayout& layout, const Options& option
   std::string problem;
   try {
     validate(options);
+    cpu_kernel_level();  // an unusable ASYNCPS_CPU_KERNELS is refused here, on the rank that has it
     if (layout.size() == 0) throw ConfigError("the parameter layout is empty: add at least one tensor");
     int rank = 0;
     MPI_Comm_rank(comm, &rank);
