@@ -2,11 +2,12 @@
 #   make run    set up what is missing, build, and train the MNIST job (1 server + 1 worker)
 #   make test   set up what is missing, build, and run every test with ctest
 # Other targets: make deps | test-deps | data | build | bench | convergence | bench-python | test-mpich | bench-mpi | bench-scaling | bench-embedding | sanitize
-#   | fuzz | clean.
+#   | fuzz | cross-aarch64 | clean.
 # Variables: BUILD, NP, HOSTFILE, CMAKE_ARGS, ASAN_BUILD, FUZZ_BUILD, FUZZ_SECONDS, MPICH_BUILD, MPICH_CTEST_ARGS.
 BUILD    ?= build
 ASAN_BUILD   ?= build-asan
 FUZZ_BUILD   ?= build-fuzz
+CROSS_BUILD  ?= build-aarch64
 MPICH_BUILD  ?= build-mpich
 MPICH_CTEST_ARGS ?=
 FUZZ_SECONDS ?= 60
@@ -20,7 +21,7 @@ JOBS     ?= $(shell nproc)
 export OMPI_ALLOW_RUN_AS_ROOT := 1
 export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM := 1
 
-.PHONY: all deps test-deps data configure build test run bench convergence bench-python test-mpich bench-mpi bench-scaling bench-embedding sanitize fuzz clean
+.PHONY: all deps test-deps data configure build test run bench convergence bench-python test-mpich bench-mpi bench-scaling bench-embedding sanitize fuzz cross-aarch64 clean
 all: build
 
 # deps: what the build and the C++ job need; test-deps: also what the tests run (PyTorch, mpi4py,
@@ -116,6 +117,12 @@ fuzz: deps
 	  -DASYNCPS_BUILD_APPS=OFF -DASYNCPS_BUILD_PYTHON=OFF -DASYNCPS_WITH_CUDA=OFF
 	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target asyncps_fuzzers
 	scripts/run-fuzzers.sh $(FUZZ_BUILD) $(FUZZ_SECONDS)
+
+# The CPU kernels on aarch64: lib/nn's tests built with Debian's cross compiler and run under
+# qemu-aarch64-static, and libasyncps compiled for aarch64 (scripts/cross-aarch64.sh).
+cross-aarch64:
+	@scripts/install-deps.sh --cross
+	scripts/cross-aarch64.sh $(CROSS_BUILD)
 
 clean:
 	rm -rf $(BUILD)

@@ -16,12 +16,14 @@ TEST_PKGS=(iproute2 procps python3-numpy python3-mpi4py python3-torch libmpich-d
 # `make bench` plots with (matplotlib)
 # --fuzz: also clang 14 with its sanitizer and libFuzzer runtimes (`make fuzz`; the sanitizer
 # build, `make sanitize`, needs only GCC's libasan and libubsan, which come with g++)
+# --cross: the aarch64 cross compiler and qemu to run its tests (`make cross-aarch64`)
 for arg in "$@"; do
   case $arg in
     --tests) PKGS+=("${TEST_PKGS[@]}") ;;
     --bench) PKGS+=("${TEST_PKGS[@]}" python3-matplotlib) ;;
     --fuzz) PKGS+=(clang-14 libclang-rt-14-dev) ;;
-    *) echo "usage: $0 [--tests] [--bench] [--fuzz]" >&2; exit 2 ;;
+    --cross) PKGS+=(g++-aarch64-linux-gnu qemu-user-static file) ;;
+    *) echo "usage: $0 [--tests] [--bench] [--fuzz] [--cross]" >&2; exit 2 ;;
   esac
 done
 missing=()
