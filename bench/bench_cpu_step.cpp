@@ -3,7 +3,7 @@
 //   bench_cpu_step [batch=128] [seconds=2]
 //       one batch size at the CPU level that runs (the best this CPU has, or ASYNCPS_CPU_KERNELS)
 //   bench_cpu_step --compare [--batches 32,128,1024] [--seconds 2] [--rounds 3]
-//                  [--torch bench/torch_mnist.py --data_dir data/mnist | --torch none]
+//                  [--torch bench/torch_mnist.py --data_dir data/mnist --python /usr/bin/python3 | --torch none]
 //       every CPU level this CPU runs, side by side: each (batch, level) is this program run again
 //       with ASYNCPS_CPU_KERNELS=<level>, alternated round by round, and PyTorch on one thread
 //       (torch_mnist.py, plain and --channels_last: its best single-thread configuration is the
@@ -86,7 +86,7 @@ int compare(int argc, char** argv, const std::string& self) {
   std::vector<int> batches = {32, 128, 1024};
   double seconds = 2.0;
   int rounds = 3;
-  std::string torch = "bench/torch_mnist.py", data_dir = "data/mnist";
+  std::string torch = "bench/torch_mnist.py", data_dir = "data/mnist", python = "/usr/bin/python3";
   for (int i = 2; i < argc; ++i) {
     const std::string a = argv[i];
     const char* v = i + 1 < argc ? argv[i + 1] : nullptr;
@@ -110,6 +110,8 @@ int compare(int argc, char** argv, const std::string& self) {
       torch = v;
     } else if (a == "--data_dir") {
       data_dir = v;
+    } else if (a == "--python") {
+      python = v;
     } else {
       std::fprintf(stderr, "asyncps: bench_cpu_step: unknown option %s\n", a.c_str());
       return 2;
@@ -140,7 +142,7 @@ int compare(int argc, char** argv, const std::string& self) {
       const int steps = std::max(20, static_cast<int>(seconds * 12000 / b));
       for (const char* layout : {"", " --channels_last"}) {
         const std::string what = *layout ? "torch-channels_last" : "torch";
-        const std::string out = run("/usr/bin/python3 " + torch + " --threads 1" + layout + " --batch " +
+        const std::string out = run(python + " " + torch + " --threads 1" + layout + " --batch " +
                                     std::to_string(b) + " --steps " + std::to_string(steps) + " --data_dir " + data_dir +
                                     " 2>/dev/null");
         const double sps = number_after(out, "\"samples_per_sec\": ");

@@ -18,7 +18,7 @@
 #          "cpu" adds test_nn (the CPU backend and the fused arithmetic, on that machine's CPU).
 #        scripts/gpu-check.sh --prepare BUILD_DIR
 #          On the build machine (configure BUILD_DIR with -DASYNCPS_WITH_CUDA=ON
-#          -DASYNCPS_NATIVE=OFF -DCMAKE_CUDA_ARCHITECTURES=90-real and build it first): fills
+#          -DCMAKE_CUDA_ARCHITECTURES=90-real and build it first): fills
 #          build/gpu-carry/ with the binaries, the shared libraries a bare GPU machine lacks
 #          (libboost_program_options), the Python module, MNIST (gzipped) and a relocatable Open
 #          MPI (scripts/ompi-bundle.sh), ~40 MB: carry ["build/gpu-carry"] and run
@@ -28,7 +28,7 @@
 set -u
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 CARRY=$REPO/build/gpu-carry
-BINS=(test_nn_gpu test_nn mnist_async bench_gpu_step bench_gpu_kernels)
+BINS=(test_nn_gpu test_nn mnist_async bench_gpu_step bench_gpu_kernels bench_cpu_step)
 
 if [ "${1:-}" = "--prepare" ]; then
   src=${2:?usage: gpu-check.sh --prepare BUILD_DIR}
@@ -161,9 +161,13 @@ say "test_nn_gpu"
 timeout 300 "$BIN/test_nn_gpu" 2>&1 | tee "$WORK/test_nn_gpu.txt" | tail -15
 status test_nn_gpu "${PIPESTATUS[0]}"
 if part cpu; then
-  say "test_nn (the CPU backend and the fused arithmetic on this CPU)"
+  say "test_nn (the CPU backend, every CPU level this CPU runs, the fused arithmetic)"
+  timeout 300 "$BIN/test_nn" --success "[cpu-levels]" 2>&1 | grep -E "cannot run|passed|failed" | tail -3
   timeout 300 "$BIN/test_nn" 2>&1 | tee "$WORK/test_nn.txt" | tail -3
   status test_nn "${PIPESTATUS[0]}"
+  say "bench_cpu_step --compare (every CPU level and PyTorch on 1 thread, batch 32/128/1024)"
+  timeout 300 "$BIN/bench_cpu_step" --compare --rounds 1 --seconds 1 --torch "$REPO/bench/torch_mnist.py" \
+    --python python3 --data_dir "$DATA" 2>&1 | tee "$WORK/bench_cpu_step.txt" | tail -18
 fi
 
 say "PyTorch models on the GPU (tests/python/test_torch_gpu.py)"

@@ -53,6 +53,14 @@ other.add("w", (4, 8))
 other.add("b", (8,))
 check(other.hash == layout.hash, "same layout, same hash")
 
+# ---- the CPU level libasyncps's loops run at: one this CPU runs, the one ASYNCPS_CPU_KERNELS forces
+import os  # noqa: E402
+
+level = asyncps.cpu_kernel_level()
+check(level in ("baseline", "avx2", "avx512"), f"cpu_kernel_level() names a level: {level}")
+if os.environ.get("ASYNCPS_CPU_KERNELS"):
+    check(level == os.environ["ASYNCPS_CPU_KERNELS"], "cpu_kernel_level() is the forced one")
+
 # ---- the choices and defaults are the C++ library's (asyncps/option_choices.h, Options{})
 check(asyncps.MODES == ("async", "sync", "ssp"), "MODES from the library's table")
 check(asyncps.PULL_METHODS == ("get_accumulate", "get") and asyncps.SERVER_PROGRESS == ("auto", "poll", "wake"),
