@@ -45,7 +45,10 @@ configure: deps $(BUILD)/CMakeCache.txt
 build: configure
 	cmake --build $(BUILD) -j $(JOBS)
 
-test: data build test-deps
+# The test packages go in before the build is configured; a build that `make run` configured
+# earlier is configured again, so that what they brought (Slurm) is found and its tests run.
+test: test-deps data build
+	cmake $(BUILD) >/dev/null
 	cd $(BUILD) && ctest --output-on-failure --timeout 900
 
 # `run` builds only the app and what it links (a fresh `make run` skips the tests, the benchmarks

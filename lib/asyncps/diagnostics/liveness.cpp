@@ -11,7 +11,6 @@
 namespace asyncps::detail {
 
 namespace {
-constexpr auto kCheckEvery = std::chrono::milliseconds(250);  // server 0's look at the beats
 double seconds(Liveness::Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 std::string fmt_seconds(double s) {
   char b[32];
@@ -24,6 +23,11 @@ Liveness::Liveness(const Session& session, ControlBlock& control)
     : session_(&session), control_(&control), timeout_(session.options().stall_timeout) {
   if (!enabled()) return;
   interval_ = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(std::min(1.0, timeout_ / 4)));
+  // Server 0 looks at the beats every min(250 ms, timeout / 8): a gap between two looks longer
+  // than timeout / 2 (a long save) is then always an absence, never the regular period. (With a
+  // fixed 250 ms and the 0.5 s floor, every look came more than timeout / 2 after the one
+  // before, so every look was "away" and nobody was ever named.)
+  check_every_ = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(std::min(0.25, timeout_ / 8)));
   const auto now = Clock::now();
   const auto n = static_cast<std::size_t>(session.roles().size);
   seen_.assign(n, -1);
@@ -67,7 +71,7 @@ std::optional<int> Liveness::stalled_rank() {
   // it read whatever lay there, which under MPICH was unmapped)
   if (!enabled() || session_->roles().rank != ControlBlock::kRank) return std::nullopt;
   const auto now = Clock::now();
-  if (now - last_check_ < kCheckEvery) return std::nullopt;
+  if (now - last_check_ < check_every_) return std::nullopt;
   // Not watching for a while (a long save): beats that came meanwhile may not have landed yet
   // (pt2pt applies them as this rank enters MPI), so nobody is judged on that gap.
   const bool was_away = seconds(now - last_check_) > timeout_ / 2;

@@ -65,7 +65,8 @@ class Liveness final : public WaitWatch {
   const Session* session_ = nullptr;
   ControlBlock* control_ = nullptr;
   double timeout_ = 0;
-  Clock::duration interval_{};
+  Clock::duration interval_{};     // between two beats: min(1 s, timeout / 4)
+  Clock::duration check_every_{};  // between two looks at the beats (server 0): min(250 ms, timeout / 8)
   Clock::time_point last_beat_{};
   MPI_Request beat_request_ = MPI_REQUEST_NULL;
   bool done_ = false;  // finished(): no more beats
