@@ -11,6 +11,7 @@
 
 #include "app_cli.h"
 #include "checkpoint_flags.h"
+#include "flag_effect.h"
 #include "asyncps/error.h"
 #include "asyncps/option_choices.h"
 
@@ -171,6 +172,14 @@ std::optional<Config> parse_config(int argc, char** argv, bool print_help) {
   } catch (const po::error& e) {
     throw asyncps::ConfigError(std::string("bad command line: ") + e.what() + " (see --help)");
   }
+  // flags given that this run would not use
+  using app_cli::refuse_without;
+  refuse_without(vm, "dim", c.model == "wide_deep", "--model wide_deep (lr has no embeddings)");
+  refuse_without(vm, "hidden", c.model == "wide_deep", "--model wide_deep (lr has no hidden layer)");
+  refuse_without(vm, "separate_tables", c.model == "wide_deep", "--model wide_deep (lr has one table)");
+  refuse_without(vm, "dump_examples", !c.dump_data.empty(), "--dump_data");
+  refuse_without(vm, "dump_workers", !c.dump_data.empty(), "--dump_data");
+  refuse_without(vm, "initial_accumulator", c.optimizer == "adagrad", "--optimizer adagrad");
   validate(c);
   return c;
 }

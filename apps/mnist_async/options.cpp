@@ -16,6 +16,7 @@
 
 #include "app_cli.h"
 #include "checkpoint_flags.h"
+#include "flag_effect.h"
 #include "asyncps/error.h"
 #include "asyncps/option_choices.h"
 #include "asyncps/session.h"
@@ -102,6 +103,26 @@ std::string read_config_file(const std::string& path) {
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   refuse_placeholders(text, ("--config " + path).c_str());
   return text;
+}
+
+}  // namespace
+
+namespace {
+
+// Flags given that this run would not use (what the library's own options need is the library's
+// check, in validate()).
+void refuse_without_effect(const po::variables_map& vm, const Config& c) {
+  using app_cli::refuse_without;
+  const std::string& opt = c.optimizer.name;
+  refuse_without(vm, "checkpoint", c.eval_only,
+                 "--eval_only (it names the checkpoint to evaluate; training resumes from one with --restart_from)");
+  refuse_without(vm, "eval_target", c.eval_every > 0, "--eval_every (the snapshots it is measured on)");
+  refuse_without(vm, "momentum", opt == "momentum", "--optimizer momentum");
+  refuse_without(vm, "momentum_correction", opt == "momentum", "--optimizer momentum");
+  refuse_without(vm, "beta1", opt == "adam", "--optimizer adam");
+  refuse_without(vm, "beta2", opt == "adam", "--optimizer adam");
+  refuse_without(vm, "epsilon", opt == "adam" || opt == "adagrad", "--optimizer adam or adagrad");
+  refuse_without(vm, "initial_accumulator", opt == "adagrad", "--optimizer adagrad");
 }
 
 }  // namespace
@@ -245,6 +266,7 @@ std::optional<Config> parse_config(int argc, char** argv, bool print_help) {
   } catch (const po::error& e) {
     throw asyncps::ConfigError(std::string("bad command line: ") + e.what() + " (see --help)");
   }
+  refuse_without_effect(vm, c);
   validate(c);
   return c;
 }

@@ -821,4 +821,11 @@ TEST_CASE("validate(CheckpointOptions) refuses options no job can run with, nami
              Catch::StartsWith("Options::checkpoint.dir contains a NUL byte"));
   CHECK_THAT(refused([](CheckpointOptions& o) { o.restart_from = std::string("a\0b", 3); }),
              Catch::StartsWith("Options::checkpoint.restart_from contains a NUL byte"));
+  // without a directory nothing is saved: an interval or a count kept would change nothing
+  CHECK_THAT(refused([](CheckpointOptions& o) { o.dir.clear(); o.save_secs = 5; }),
+             Catch::Equals("Options::checkpoint.save_secs has no effect without Options::checkpoint.dir (nothing is "
+                           "saved), got 5"));
+  CHECK_THAT(refused([](CheckpointOptions& o) { o.dir.clear(); o.keep = 3; }),
+             Catch::StartsWith("Options::checkpoint.keep has no effect without Options::checkpoint.dir"));
+  CHECK(refused([](CheckpointOptions& o) { o.dir.clear(); o.restart_from = "log/ckpt-5.index"; }) == "accepted");
 }

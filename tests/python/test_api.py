@@ -74,6 +74,10 @@ for name, default in (("mode", "'async'"), ("stall_timeout", "60.0"), ("keep", "
 # ---- option errors are raised on every rank alike (nobody hangs)
 raises(asyncps.ConfigError, lambda: asyncps.Session(layout, mode="hogwild"), "Options::mode must be async, sync or ssp, got 'hogwild'")
 raises(TypeError, lambda: asyncps.Session(layout, comm=42), "mpi4py intracommunicator")
+# a save interval or a count kept without a checkpoint directory would change nothing: refused
+raises(asyncps.ConfigError, lambda: asyncps.Session(layout, save_secs=5),
+       "Options::checkpoint.save_secs has no effect without Options::checkpoint.dir")
+raises(asyncps.ConfigError, lambda: asyncps.Session(layout, keep=2), "Options::checkpoint.keep has no effect without")
 
 session = asyncps.Session(layout, num_servers=1, mode="async", stall_timeout=30)
 check(session.size == 2 and session.num_workers == 1, "roles")

@@ -96,6 +96,13 @@ void validate(const CheckpointOptions& c) {
   require(c.dir.native().find('\0') == std::string::npos, "Options::checkpoint.dir contains a NUL byte");
   require(c.restart_from.native().find('\0') == std::string::npos,
           "Options::checkpoint.restart_from contains a NUL byte");
+  // without a directory nothing is saved: an interval or a count to keep would change nothing
+  require(!c.dir.empty() || c.save_secs == CheckpointOptions{}.save_secs,
+          "Options::checkpoint.save_secs has no effect without Options::checkpoint.dir (nothing is saved), got " +
+              show(c.save_secs));
+  require(!c.dir.empty() || c.keep == CheckpointOptions{}.keep,
+          "Options::checkpoint.keep has no effect without Options::checkpoint.dir (nothing is saved), got " +
+              std::to_string(c.keep));
 }
 
 }  // namespace asyncps
