@@ -69,6 +69,8 @@ if(ASYNCPS_MPI_FAMILY STREQUAL "openmpi")
   set(ASYNCPS_MPIRUN ${MPIEXEC_EXECUTABLE} --oversubscribe --bind-to none)
   set(ASYNCPS_MPIRUN_NEEDS_TARGET_ARGS --mca osc pt2pt)
   set(ASYNCPS_MPIRUN_TCP_ARGS --mca btl tcp,self)
+  # every rank runs to its own end even after one exits non-zero (tests that check each rank's code)
+  set(ASYNCPS_MPIRUN_EVERY_EXIT_ARGS --mca orte_abort_on_non_zero_status 0)
 else()
   set(ASYNCPS_MPIRUN ${MPIEXEC_EXECUTABLE})  # hydra: no binding by default, any number of ranks
   set(ASYNCPS_MPIRUN_NEEDS_TARGET_ARGS)
@@ -77,6 +79,7 @@ else()
   # final PMI barrier) in 1 run of 2 or 4, and MPIR_CVAR_NOLOCAL=1 as well. Between hosts,
   # over real TCP, is what tests/multihost runs through hydra.
   set(ASYNCPS_MPIRUN_TCP_ARGS)
+  set(ASYNCPS_MPIRUN_EVERY_EXIT_ARGS -disable-auto-cleanup)
 endif()
 # the same launcher for the tests' scripts (ASYNCPS_TEST_MPIRUN, split on spaces), and what Open
 # MPI needs as root (harmless elsewhere)

@@ -17,6 +17,21 @@
 
 namespace app_cli {
 
+// The example programs' exit codes beyond 0 and 1 (every rank alike): a worker halted the job on
+// a non-finite gradient (--halt_on_nonfinite), or SIGTERM stopped it after its final checkpoint.
+inline constexpr int kHaltedExit = 3;
+inline constexpr int kTerminatedExit = 143;
+
+// Server 0's one line when SIGTERM stopped the job (the others say nothing): the step and the
+// checkpoint a restart resumes from.
+inline void print_terminated(int rank, long long step, const std::string& saved_checkpoint) {
+  if (rank != 0) return;
+  const std::string saved = saved_checkpoint.empty() ? "no checkpoint saved (no --logdir)"
+                                                     : "saved " + saved_checkpoint + ": a restart resumes from it";
+  std::fprintf(stderr, "asyncps: stopped by SIGTERM at global step %lld (scancel, pre-emption, or a signal to mpirun); %s\n",
+               step, saved.c_str());
+}
+
 // Throws the one-line ConfigError unless ok.
 inline void require(bool ok, const std::string& message) {
   if (!ok) throw asyncps::ConfigError(message);

@@ -43,13 +43,19 @@ int run_server(const Config& c, asyncps::Session& session) {
   // (it fills the tables' rows from their seed, or from the checkpoint it restores)
   asyncps::ParameterServer server(session, initial);
   server.serve();
+  if (server.terminated()) {  // one line for the job (server 0's), then every rank exits 143, as mnist_async
+    app_cli::print_terminated(session.roles().rank, static_cast<long long>(server.final_step()),
+                              server.saved_checkpoint());
+    std::fflush(nullptr);
+    return app_cli::kTerminatedExit;
+  }
   if (!c.export_dir.empty() && !server.saved_checkpoint().empty()) {  // server 0 wrote the final index
     const auto ckpt = asyncps::read_checkpoint(server.saved_checkpoint(), session.layout());
     asyncps::export_checkpoint_npy(c.export_dir, session.layout(), ckpt);
     std::printf("exported %s to %s\n", server.saved_checkpoint().c_str(), c.export_dir.c_str());
     std::fflush(stdout);
   }
-  return server.halted() ? 3 : 0;
+  return server.halted() ? app_cli::kHaltedExit : 0;
 }
 
 int run_worker(const Config& c, asyncps::Session& session) {
@@ -172,15 +178,19 @@ int run_worker(const Config& c, asyncps::Session& session) {
     print_bytes_per_step(static_cast<double>(moved) / static_cast<double>(std::max<std::int64_t>(local, 1)),
                          (wire1.rx + wire1.tx - wire0.rx - wire0.tx) / static_cast<double>(std::max<std::int64_t>(local, 1)));
   }
-  if (chief) {
+  std::optional<Evaluation> e;
+  if (chief && !steps.terminated()) {
     client.pull(params);
-    const Evaluation e = evaluate(log, shape, layout, params, c.test_examples, rows);
-    const std::int64_t global = steps.final_step() > 0 ? steps.final_step() : c.training_steps;
-    print_result(global, global - first_global, c.batch_size, roles.num_workers(), seconds, c.test_examples, e);
+    e = evaluate(log, shape, layout, params, c.test_examples, rows);
   }
   std::fflush(stdout);
-  client.finish();
-  return steps.halted() ? 3 : 0;
+  client.finish();  // from here final_step() is the job's last global step
+  if (steps.terminated()) return app_cli::kTerminatedExit;  // (server 0 says so, for the job)
+  if (e) {
+    const std::int64_t global = steps.final_step();
+    print_result(global, global - first_global, c.batch_size, roles.num_workers(), seconds, c.test_examples, *e);
+  }
+  return steps.halted() ? app_cli::kHaltedExit : 0;
 }
 
 }  // namespace

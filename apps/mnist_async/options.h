@@ -6,6 +6,7 @@
 #include <string>
 #include <string_view>
 
+#include "app_cli.h"
 #include "asyncps/session.h"
 #include "optimizer.h"
 
@@ -52,6 +53,6 @@ std::string with_flag_names(std::string_view library_message);
 std::optional<Config> parse_config(int argc, char** argv, bool print_help);
 
 // Every rank's exit code after SIGTERM stopped the job (128 + 15, as a shell reports a TERM).
-inline constexpr int kTerminatedExit = 143;
+using app_cli::kTerminatedExit;
 
 }  // namespace mnist_async

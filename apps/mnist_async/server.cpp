@@ -26,13 +26,8 @@ int run_server(const Config& config, asyncps::Session& session) {
                 static_cast<unsigned long long>(server.polls()), static_cast<unsigned long long>(server.wakeups()),
                 peak_rss_mb());
   if (server.terminated()) {  // one line for the job (server 0's), then every rank exits 143
-    if (session.roles().rank == 0) {
-      const std::string saved = server.saved_checkpoint().empty()
-                                    ? "no checkpoint saved (no --logdir)"
-                                    : "saved " + server.saved_checkpoint() + ": a restart resumes from it";
-      std::fprintf(stderr, "asyncps: stopped by SIGTERM at global step %lld (scancel, pre-emption, or a signal to "
-                           "mpirun); %s\n", static_cast<long long>(server.final_step()), saved.c_str());
-    }
+    app_cli::print_terminated(session.roles().rank, static_cast<long long>(server.final_step()),
+                              server.saved_checkpoint());
     std::fflush(nullptr);
     return kTerminatedExit;
   }
@@ -40,7 +35,7 @@ int run_server(const Config& config, asyncps::Session& session) {
     std::printf("asyncps: saved %s (global step %lld)\n", server.saved_checkpoint().c_str(),
                 static_cast<long long>(server.final_step()));
   std::fflush(stdout);
-  return server.halted() ? 3 : 0;
+  return server.halted() ? app_cli::kHaltedExit : 0;
 }
 
 }  // namespace mnist_async

@@ -245,7 +245,7 @@ int run_worker(const Config& config, asyncps::Session& session) {
   if (step_loop.halted()) {
     if (chief) std::printf("halted by a worker at global step %lld (--halt_on_nonfinite)\n",
                            static_cast<long long>(step_loop.final_step()));
-    return 3;
+    return app_cli::kHaltedExit;
   }
   return 0;
 }
