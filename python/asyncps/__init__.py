@@ -70,6 +70,12 @@ __all__ = [
     "read_checkpoint", "abort_on_uncaught_exception", "MODES", "PULL_METHODS", "SERVER_PROGRESS", "__version__",
 ]
 
+# A call pybind11 cannot match (a misspelt keyword, a wrong type) raises a one-line TypeError
+# naming the keyword and the nearest valid one, not pybind11's multi-line dump of overloads.
+from ._keywords import one_line_type_errors as _one_line_type_errors  # noqa: E402
+
+_one_line_type_errors(globals(), __all__)
+
 # MPI_Init_thread(MPI_THREAD_FUNNELED) unless MPI is already up (mpi4py imported first: then
 # set mpi4py.rc.thread_level = "funneled", as Open MPI's pt2pt one-sided component, the one that
 # works between hosts without RDMA, refuses MPI_THREAD_MULTIPLE). Only this (the importing) thread

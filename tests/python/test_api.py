@@ -74,6 +74,13 @@ for name, default in (("mode", "'async'"), ("stall_timeout", "60.0"), ("keep", "
 # ---- option errors are raised on every rank alike (nobody hangs)
 raises(asyncps.ConfigError, lambda: asyncps.Session(layout, mode="hogwild"), "Options::mode must be async, sync or ssp, got 'hogwild'")
 raises(TypeError, lambda: asyncps.Session(layout, comm=42), "mpi4py intracommunicator")
+# a misspelt keyword: one line naming it and the nearest valid one (not pybind11's overload dump)
+for call, want in ((lambda: asyncps.Session(layout, stall_timout=5),
+                    "Session: unknown keyword argument 'stall_timout' (did you mean 'stall_timeout'?)"),
+                   (lambda: layout.add("c", (2,), shap=(3,)), "Layout.add: unknown keyword argument 'shap' (did you mean 'shape'?)"),
+                   (lambda: asyncps.list_checkpoints(dirr="x"), "list_checkpoints: unknown keyword argument 'dirr'")):
+    msg = raises(TypeError, call, want)
+    check(msg is not None and "\n" not in msg, f"one line: {msg!r}")
 # a save interval or a count kept without a checkpoint directory would change nothing: refused
 raises(asyncps.ConfigError, lambda: asyncps.Session(layout, save_secs=5),
        "Options::checkpoint.save_secs has no effect without Options::checkpoint.dir")
