@@ -455,10 +455,18 @@ class AsyncOptimizer:
 
     def step(self, closure=None):
         """One worker step: the wrapped optimizer's update of the pulled parameters, pushed; then
-        the next step's parameters pulled. Returns the closure's loss, if one was given."""
+        the next step's parameters pulled. Returns the closure's loss, if one was given. A closure
+        is refused while weights are predicted (momentum_correction="predict" with momentum, or
+        weight_prediction=True): it would evaluate the gradient again at the pulled parameters,
+        and the prediction would be silently lost."""
         if self.worker is None or self.done:
             raise RuntimeError("asyncps: AsyncOptimizer.step: the job is done (opt.done)" if self.worker is not None
                                else "asyncps: AsyncOptimizer.step on a server rank")
+        if closure is not None and self._predicts:
+            raise ValueError("asyncps: AsyncOptimizer.step(closure): the closure would compute the gradient at the "
+                             "pulled parameters, not the predicted ones; weight prediction is on (momentum_correction="
+                             "'predict' with momentum, or weight_prediction=True): call step() without a closure, or "
+                             "pass momentum_correction='none' or 'staleness' and weight_prediction=False")
         arena = self.arena
         grads = arena.grads_tensor  # (where the module's gradients are: on its device)
         if (closure is None and not _math.isfinite(float(grads.sum()))  # (one pass; the exact test only then:

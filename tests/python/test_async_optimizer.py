@@ -115,6 +115,17 @@ if not opt.is_server:
     check(bool(torch.equal(net.weight.detach().flatten(), torch.from_numpy(opt.pulled))),
           "once done the module holds the final parameters, not a prediction")
     opt.finish()
+# a closure would take the gradient at the pulled parameters: refused while predicting, not ignored
+net = model()
+opt = AO(torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.5), net, steps=3, exit_servers=False)
+if not opt.is_server:
+    refused(ValueError, lambda: opt.step(lambda: torch.zeros(())), "the closure would compute the gradient at the pulled",
+            "step(closure) while predicting")
+    while not opt.done:  # (the job still runs to its end)
+        opt.zero_grad()
+        net.weight.grad += 1.0
+        opt.step()
+    opt.finish()
 
 # ---- a NaN gradient: the wrapped optimizer does not step, its momentum stays, the update is not pushed
 buffers, ends = [], []
