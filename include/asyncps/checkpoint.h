@@ -40,7 +40,8 @@ struct CheckpointOptions {
 
 // Throws ConfigError naming the field ("Options::checkpoint.keep must be ..."), or returns:
 // keep in [1, limits::kMaxCheckpointsKept] (the final save is one of those kept: 0 would delete
-// it right after writing it), save_secs in [0, 1e9], paths without NUL bytes. Whether
+// it right after writing it), save_secs in [0, 1e9], paths without NUL bytes, and save_secs and
+// keep at their defaults when dir is empty (nothing is saved: they would change nothing). Whether
 // restart_from can be read is the restore's to say (only rank 0 reads it, other hosts may not
 // see it): a collective CheckpointError naming it. Session's constructor calls it (through
 // validate(const Options&)). Defined in validate.cpp.

@@ -243,7 +243,7 @@ namespace {
 // save at the end). `work` runs on worker 0 (world rank `servers`) between the tables' creation
 // and finish(); `restored` is what ParameterServer::restored() said on the servers.
 template <class Work>
-void table_job(int servers, const std::string& dir, Work work, bool* restored = nullptr) {
+void table_job(int servers, const std::string& dir, Work work, bool* restored = nullptr, bool dense_step = true) {
   Options o;
   o.num_servers = servers;
   o.checkpoint.dir = dir;
@@ -259,9 +259,11 @@ void table_job(int servers, const std::string& dir, Work work, bool* restored = 
   EmbeddingTable sum(w, "sum"), ada(w, "ada");
   if (w.worker_index() == 0) {
     work(w, sum, ada);
-    const std::vector<float> one{1.f};
-    w.push(one, 1.f);  // a step: the job's end saves
-    w.next_step();
+    if (dense_step) {  // (the job's end saves with or without one: the rows moved)
+      const std::vector<float> one{1.f};
+      w.push(one, 1.f);
+      w.next_step();
+    }
   }
   w.finish();
 }
@@ -344,6 +346,38 @@ TEST_CASE("tables survive a checkpoint: rows and Adagrad accumulators restore on
   for (int col = 0; col < 3; ++col)
     CHECK(ada_stepped[static_cast<std::size_t>(col)] ==
           Approx(c.tables[1].values[r5 * 3 + col] - 0.1 * g5[col] / (std::sqrt(acc) + 1e-8)).epsilon(1e-5));
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (rank == 0) std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("rows pushed without a dense step are saved at the job's end", "[mpi][embedding][checkpoint]") {
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  char dir[64] = "/tmp/asyncps-rows-only-XXXXXX";
+  if (rank == 0 && !::mkdtemp(dir)) dir[0] = '\0';
+  MPI_Bcast(dir, sizeof dir, MPI_CHAR, 0, MPI_COMM_WORLD);
+  REQUIRE(dir[0] != '\0');
+  const std::vector<std::uint64_t> keys = {7, 4242, 99};
+  std::vector<float> pulled(keys.size() * kDim);
+  int size = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  const int servers = size > 2 ? 2 : 1;
+  table_job(servers, dir, [&](WorkerClient&, EmbeddingTable& sum, EmbeddingTable&) {
+    std::vector<float> g(pulled.size(), 0.25f);
+    for (int p = 0; p < 4; ++p) sum.push_rows(keys, g, 1.f);  // the rows move; the global step stays 0
+    sum.pull_rows(keys, pulled);
+  }, nullptr, /*dense_step=*/false);
+  MPI_Bcast(pulled.data(), static_cast<int>(pulled.size()), MPI_FLOAT, servers, MPI_COMM_WORLD);
+  const auto saved = list_checkpoints(dir);
+  CHECK(saved.size() == 1);
+  CheckpointData c;
+  if (!saved.empty()) CHECK_NOTHROW(c = read_checkpoint(saved.front(), table_layout()));
+  bool same = !c.tables.empty();
+  for (std::size_t k = 0; k < keys.size() && same; ++k)
+    for (int col = 0; col < kDim; ++col)
+      same = same && c.tables[0].values[table_row(keys[k], kRows) * kDim + col] == pulled[k * kDim + col] &&
+             pulled[k * kDim + col] == 1.f;  // 4 pushes of 0.25 onto 0
+  CHECK(same);
   MPI_Barrier(MPI_COMM_WORLD);
   if (rank == 0) std::filesystem::remove_all(dir);
 }

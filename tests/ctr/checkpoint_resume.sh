@@ -8,7 +8,8 @@
 #     left the tables at their first values would score far lower);
 #  3. a run to twice the steps resumes from it ("N global steps (M in this run)"), trains on and
 #     --export_dir writes the tables as .npy that numpy reads with their shapes;
-#  4. --export_dir without --logdir is refused on every rank.
+#  4. a restarted run with no step left still saves (its tables) and --export_dir writes them;
+#  5. --export_dir without --logdir is refused on every rank.
 set -u
 job=$1; work=$2; steps=$3; shift 3
 mpirun=()
@@ -49,6 +50,13 @@ assert deep.shape == (rows, 16) and acc.shape == (rows,) and wide.shape == (rows
 assert np.isfinite(deep).all() and (acc > 1e-4).sum() > 100, "accumulators grew on the rows trained"
 print(f"export: deep {deep.shape}, {(acc > 1e-4).sum()} rows trained, wide {wide.shape}")
 PY
+
+# a restarted run with no step left still exports (its rows are saved at the end: tables move
+# without the dense step)
+run no_step_left 3 --logdir "$log" --save_secs 0 --training_steps $((2 * steps)) --export_dir "$work/export3"
+[ $rc -eq 0 ] || fail "the run with no step left exited $rc"
+grep -q "^Done: $((2 * steps)) global steps (0 in this run)" "$work/no_step_left.out" || fail "the run with no step left took steps"
+[ -f "$work/export3/deep.npy" ] || fail "--export_dir wrote nothing when no step was left"
 
 run export_alone 2 --export_dir "$work/export2"
 [ $rc -ne 0 ] || fail "--export_dir without --logdir was accepted"

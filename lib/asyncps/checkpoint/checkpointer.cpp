@@ -476,8 +476,9 @@ FinalState finish_job(const Session& session, ControlBlock& control, ServerCheck
     state[1] = control.local_halt();
     state[2] = control.local_shadow_valid();
     // a final save whenever this run took a step (a periodic save of the same step may have
-    // missed updates that were still in flight when it was taken)
-    state[3] = !co.dir.empty() && ckpt && state[0] != ckpt->restored_step();
+    // missed updates that were still in flight when it was taken), and always with tables: their
+    // rows move without the dense step (push_rows outside claimed steps)
+    state[3] = !co.dir.empty() && ckpt && (state[0] != ckpt->restored_step() || !session.layout().tables().empty());
   }
   ASYNCPS_MPI_CHECK(MPI_Bcast(state, 4, MPI_INT64_T, 0, session.comm()));
   FinalState out{state[0], state[1] != 0, state[1] >= ControlBlock::kTerminatedHalt, {}};
