@@ -64,7 +64,7 @@ bench: data build
 	@scripts/install-deps.sh --bench
 	bench/run-bench.sh $(BUILD)
 
-# accuracy under asynchrony (docs/CONVERGENCE.md), about 20 minutes; the Python binding's
+# accuracy under asynchrony (docs/CONVERGENCE.md), about 40 minutes on 2 cores; the Python binding's
 # overhead and the PyTorch example next to PyTorch Hogwild (docs/PYTHON.md)
 convergence: data build
 	@scripts/install-deps.sh --bench

@@ -1,4 +1,4 @@
-// How evenly the servers share an embedding table's traffic on skewed ids (issue 24: hash or
+// How evenly the servers share an embedding table's traffic on skewed ids (hash or
 // range sharding). ctr_async's synthetic click stream (26 fields, Zipf ids) is cut into batches;
 // each batch's keys are mapped to rows and rows to servers three ways:
 //   hash+range  row = mix64(key) mod rows, server = row's contiguous range (the library's way)

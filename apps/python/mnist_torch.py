@@ -82,7 +82,7 @@ def main():
     ap.add_argument("--steps", type=int, default=1000, help="global steps to train")
     ap.add_argument("--batch", type=int, default=128)
     ap.add_argument("--learning_rate", type=float, default=0.01)
-    ap.add_argument("--momentum", type=float, default=0.0, help="SGD momentum (staleness-corrected: AsyncOptimizer)")
+    ap.add_argument("--momentum", type=float, default=0.0, help="SGD momentum (under asynchrony AsyncOptimizer predicts the weights by default: its momentum_correction)")
     ap.add_argument("--decay", type=float, default=0.99, help="lr = learning_rate * decay^(step / (60000 / batch))")
     ap.add_argument("--ema", type=float, default=0.99, help="the chief's moving-average decay")
     ap.add_argument("--ema_correction", default="trend", choices=("trend", "none"),

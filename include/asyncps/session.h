@@ -49,8 +49,8 @@ struct Options {
   Mode mode = Mode::Async;
   int staleness = 0;              // SSP bound s (Mode::Ssp only)
   // Staleness-aware learning rate, async/ssp: each update is scaled by 1 / max(1, tau)^power.
-  // power 1 is Zhang et al.'s 1/tau (IJCAI 2016), which collapses when tau ~ W - 1 (0.7790 at
-  // W = 8 against 0.9191 unscaled, docs/CONVERGENCE.md); 0.5, 1/sqrt(tau), is the default.
+  // power 1 is Zhang et al.'s 1/tau (IJCAI 2016), which collapses when tau ~ W - 1 (figures in
+  // docs/CONVERGENCE.md); 0.5, 1/sqrt(tau), is the default.
   bool staleness_lr = false;
   float staleness_lr_power = 0.5f;  // in (0, 2]; only with staleness_lr
   // With staleness_lr: scale by ((1 + mean tau) / (1 + tau))^power instead, mean tau the job's,
@@ -76,7 +76,7 @@ struct Options {
   int server_spin_us = 0;
   // Workers, when the transport needs the target (Wake): spin this long on an outstanding
   // claim/pull, then sleep until bytes arrive (frees the core for ranks that share it).
-  int wait_spin_us = 50;  // Wake: keep entering MPI this long after bytes last arrived
+  int wait_spin_us = 50;
   // Non-empty: every rank records its spans (pull, compute, push, waits, server activity,
   // saves) and rank 0 writes them here at the end as Chrome trace-event JSON (Perfetto).
   std::string timeline = {};
@@ -124,8 +124,8 @@ class Session {
   int server_poll_us() const noexcept;
   // "worker 1 (rank 2 on host-b)" / "server 0 (rank 0 on host-a)": a rank as messages name it.
   std::string describe_rank(int rank) const;
-  const std::string& host(int rank) const;
-  std::string role_name() const;  // this rank's role: "server 0", "worker 1"  // that rank's host (MPI_Get_processor_name), gathered at start
+  const std::string& host(int rank) const;  // that rank's host (MPI_Get_processor_name), gathered at start
+  std::string role_name() const;  // this rank's role: "server 0", "worker 1"
   // Ranks of the session on this rank's node (this one included).
   int node_ranks() const noexcept { return node_ranks_; }
   // Whether every rank on this rank's node is a server (no worker shares its cores).

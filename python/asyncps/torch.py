@@ -306,8 +306,8 @@ class AsyncOptimizer:
       pulled ones plus tau times the update this worker last pushed (the other workers' tau
       pushes land meanwhile, each about as large). Between step() calls the module then holds
       the predicted parameters; opt.pulled holds the ones pulled. mu is applied as given; at
-      W = 1 it is plain momentum. Momentum 0.9 at W = 8: 0.963 against 0.9665 at W = 1
-      (docs/CONVERGENCE.md), where the plain rule diverged.
+      W = 1 it is plain momentum. At W = 8 it holds momentum 0.9 close to one worker's accuracy
+      where the plain rule diverged (figures: docs/CONVERGENCE.md).
     - "staleness": mu' = mu^(1 + tau), and the update pushed times sqrt((1 - mu') / (1 - mu)).
     - "none": mu as given, the gradient at the parameters pulled.
     weight_prediction=True predicts for every optimizer (Adam gains from it; refused with mode="sync").
