@@ -8,8 +8,8 @@
 // number of servers, read back per table; a prefetch (prefetch_rows) taken by the next pull of the
 // same keys reads what a plain pull then reads, this worker's pushes since included (Adagrad's
 // accumulators too: bit for bit the tables apart), a pull of other keys drops it, and in the
-// training loop's order every push still counts exactly. (np4: 2 servers + 2 workers; np3 and
-// pt2pt: 1 server.)
+// training loop's order every push still counts exactly. (np4: 2 servers + 2 workers, also
+// over osc pt2pt; np3: 1 server + 2 workers.)
 #include <catch2/catch.hpp>
 
 #include <cmath>

@@ -165,6 +165,9 @@ if me == 0:
 
 # concurrent pushes: 50 group pushes per worker (deep += 1, wide += 2 per key) and 10 of deep alone
 deep = asyncps.EmbeddingTable(w, "deep")
+# seeded's start at those rows (race-free: every push below adds zeros to seeded, or leaves it out)
+s_start = asyncps.EmbeddingTable(w, "seeded").pull_rows(hundred)
+check(not np.all(s_start == 0), "seeded starts non-zero at the hundred keys")
 hundred_twice = np.concatenate([hundred, hundred[:10]])  # duplicates within a call
 for p in range(50):
     r = group.push_rows(hundred_twice, [np.ones((110, 4), np.float32), np.full((110, 1), 2.0, np.float32),
@@ -192,6 +195,7 @@ check(np.array_equal(d, want_d), f"deep's sums exact: {d[:12, 0]}")
 check(np.array_equal(wd, want_w), f"wide's sums exact: {wd[:12, 0]}")
 s_alone = asyncps.EmbeddingTable(w, "seeded").pull_rows(hundred)
 check(np.array_equal(s, s_alone), "seeded read the same through the group")
+check(np.array_equal(s, s_start), "seeded's columns kept their start through the group pushes (zeros) and deep's own")
 check(group.stats["runs"] > 0 and group.stats["pushes"] == 50 + (1 if me == 0 else 0), f"group stats: {group.stats}")
 w.finish()
 w.close()
