@@ -1,6 +1,10 @@
 // defines: Window, LockAll
 #include "transport/window.h"
 
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
 #include <string>
 #include <utility>
 
@@ -12,6 +16,26 @@ namespace asyncps::detail {
 
 namespace {
 constexpr std::size_t kLineBytes = 64;
+
+std::string gigabytes(double bytes) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.1f GB", bytes / 1e9);
+  return b;
+}
+
+// Bytes this host could still give (MemAvailable), or its physical memory where that is unknown;
+// 0 when neither can be read.
+double host_memory_available() {
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  double kb = 0;
+  while (in >> key >> kb) {
+    if (key == "MemAvailable:") return kb * 1024.0;
+    in.ignore(256, '\n');
+  }
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  return pages > 0 && page > 0 ? static_cast<double>(pages) * static_cast<double>(page) : 0.0;
+}
 }  // namespace
 
 Window::Window(MPI_Comm comm, std::size_t bytes, int disp_unit, const char* what, bool sum_and_no_op_only) {
@@ -26,14 +50,31 @@ Window::Window(MPI_Comm comm, std::size_t bytes, int disp_unit, const char* what
   // 16 bytes: with 578 floats on server 0, a get of server 1's first float returned server 0's
   // float 576 (tests/core/test_sharding_np4.cpp); with 580 or 584 it is right.
   const std::size_t padded = (bytes + kLineBytes - 1) / kLineBytes * kLineBytes;
+  // A part larger than its host can give fails on every rank (or is killed by the OOM killer once
+  // touched): each rank says how much of its host's memory its part would take, and if one takes
+  // more than 90%, every rank refuses it before allocating, naming that rank's size and limit.
+  const double available = host_memory_available();
+  struct {
+    double share;
+    int rank;
+  } mine{available > 0 ? static_cast<double>(padded) / available : 0.0, 0}, worst{};
+  MPI_Comm_rank(comm, &mine.rank);
+  ASYNCPS_MPI_CHECK(MPI_Allreduce(&mine, &worst, 1, MPI_DOUBLE_INT, MPI_MAXLOC, comm));
+  if (worst.share > 0.9) {
+    double sizes[2] = {static_cast<double>(padded), available};
+    ASYNCPS_MPI_CHECK(MPI_Bcast(sizes, 2, MPI_DOUBLE, worst.rank, comm));
+    MPI_Info_free(&info);
+    throw ConfigError("the " + std::string(what) + " window needs " + gigabytes(sizes[0]) + " on rank " +
+                      std::to_string(worst.rank) + ", whose host has " + gigabytes(sizes[1]) +
+                      " of memory available: fewer or narrower rows, more servers (Options::num_servers) or hosts "
+                      "with more memory");
+  }
   const int rc = MPI_Win_allocate(static_cast<MPI_Aint>(padded), disp_unit, info, comm, &base_, &win_);
   MPI_Info_free(&info);
   if (rc != MPI_SUCCESS) {
-    char text[MPI_MAX_ERROR_STRING] = {};
-    int len = 0;
-    MPI_Error_string(rc, text, &len);
     throw MpiError("MPI_Win_allocate", rc,
-                   std::string(what) + " window; " + mpi_implementation().window_failure_hint());
+                   "the " + std::string(what) + " window of " + gigabytes(static_cast<double>(padded)) +
+                       " on this rank; " + mpi_implementation().window_failure_hint());
   }
   bytes_ = bytes;
   MPI_Win_set_errhandler(win_, MPI_ERRORS_RETURN);
