@@ -264,7 +264,7 @@ def _corrected_momentum(mu, staleness):
     return applied, ((1.0 - applied) / (1.0 - mu)) ** 0.5 if mu < 1 else 1.0
 
 
-class AsyncOptimizer:
+class AsyncOptimizer(_torch.optim.Optimizer):
     """A torch.optim optimizer whose step() trains as an asyncps worker (Horovod's
     DistributedOptimizer, for async parameter servers): an existing loop changes its optimizer line
     and the condition of its loop.
@@ -338,15 +338,25 @@ class AsyncOptimizer:
         if weight_prediction and session_options.get("mode") == "sync":
             raise ValueError("asyncps: AsyncOptimizer: weight_prediction is for async and ssp: a sync round's "
                              "parameters do not move while it computes")
+        # (torch.optim.Optimizer's own __init__ is not called: the wrapped optimizer holds the
+        # parameter groups and the state; an LR scheduler built on this one changes the wrapped one's)
         self.optimizer = optimizer
         self.arena = ModuleArena(module, host_mirror=host_mirror)
-        # every tensor the optimizer updates must be one of the module's (now the arena's)
-        mine = {id(p) for _, p in self.arena._named}
+        # every tensor the optimizer updates must be one of the module's: a trainable one (now the
+        # arena's) or a frozen one (requires_grad False: never a gradient, so the optimizer skips
+        # it, as in plain PyTorch)
+        mine = {id(p) for p in module.parameters()}
         for g in optimizer.param_groups:
             for p in g["params"]:
                 if id(p) not in mine:
-                    raise ValueError("asyncps: AsyncOptimizer: the optimizer updates a tensor that is not a trainable "
-                                     "parameter of the module (build it from module.parameters())")
+                    raise ValueError("asyncps: AsyncOptimizer: the optimizer updates a tensor that is not a parameter "
+                                     "of the module (build it from module.parameters())")
+        # A parameter the loss never reached keeps grad None in plain PyTorch, and its optimizer
+        # skips it (no weight decay, no momentum). Here every gradient is a view of the arena; a
+        # hook on each trainable parameter notes which ones backward() reached since the last step.
+        self._reached = set()
+        for i, (_, p) in enumerate(self.arena._named):
+            p.register_hook(lambda g, i=i: self._reached.add(i) or g)
         self.steps, self.momentum_correction = steps, momentum_correction
         self.session = _Session(self.arena.layout, comm, **session_options)
         self.is_server = self.session.is_server
@@ -377,6 +387,30 @@ class AsyncOptimizer:
     @property
     def param_groups(self):
         return self.optimizer.param_groups
+
+    @property
+    def defaults(self):
+        return self.optimizer.defaults
+
+    @property
+    def state(self):
+        return self.optimizer.state
+
+    def _run_wrapped_step(self, closure):
+        """The wrapped optimizer's step, with the gradient of every parameter that backward() did not
+        reach since the last step (and that nobody wrote: all zeros) set to None for it, as plain
+        PyTorch leaves it, so that the optimizer skips that parameter."""
+        hidden = []
+        for i, (_, p) in enumerate(self.arena._named):
+            if i not in self._reached and p.grad is not None and not bool(p.grad.any()):
+                hidden.append((p, p.grad))
+                p.grad = None
+        try:
+            return self.optimizer.step(closure)
+        finally:
+            for p, g in hidden:
+                p.grad = g  # (the arena's view again)
+            self._reached.clear()
 
     @property
     def global_step(self):
@@ -479,6 +513,7 @@ class AsyncOptimizer:
             update = self._update_host if arena.mirrored else self._update.numpy()
             update.fill(_math.nan)  # (refused by end_step's guard whatever the gradient holds)
             self.last_end = self.worker.end_step(update, 1.0)
+            self._reached.clear()
             self._next()
             return None
         scaled = self._correct_momentum()
@@ -487,7 +522,7 @@ class AsyncOptimizer:
             params.copy_(self._pulled)
             self._ahead = False
         self._before.copy_(params)
-        loss = self.optimizer.step(closure)  # updates the module's parameters in place (the arena)
+        loss = self._run_wrapped_step(closure)  # updates the module's parameters in place (the arena)
         _torch.sub(params, self._before, out=self._update)
         if scaled:
             self._scale_groups(scaled)

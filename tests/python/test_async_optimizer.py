@@ -47,7 +47,7 @@ refused(TypeError, lambda: AO(sgd, net, steps=4, weight_prediction=1), "weight_p
 refused(ValueError, lambda: AO(sgd, net, steps=4, weight_prediction=True, mode="sync"), "is for async and ssp",
         "weight_prediction in sync mode")
 stray = torch.nn.Parameter(torch.zeros(3))
-refused(ValueError, lambda: AO(torch.optim.SGD([stray], lr=0.1), model(), steps=4), "not a trainable parameter",
+refused(ValueError, lambda: AO(torch.optim.SGD([stray], lr=0.1), model(), steps=4), "not a parameter of the module",
         "a tensor outside the module")
 
 
