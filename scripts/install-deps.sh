@@ -10,8 +10,10 @@ PKGS=(build-essential cmake pkg-config libopenmpi-dev openmpi-bin libboost-progr
 # --tests: what the tests run (`make test`, `make sanitize`): iproute2 + procps for the multi-host
 # and kill tests; python3-numpy, python3-mpi4py and python3-torch for the Python module's tests
 # and its PyTorch example (python3-torch is most of a fresh set-up's time); MPICH beside Open MPI
-# (the second build, build-mpich: `make test-mpich`) and Slurm (slurmctld + slurmd for tests/slurm)
-TEST_PKGS=(iproute2 procps python3-numpy python3-mpi4py python3-torch libmpich-dev mpich slurm-wlm)
+# (the second build, build-mpich: `make test-mpich`), Slurm (slurmctld + slurmd for tests/slurm),
+# python3-crc32c and protobuf-compiler (readers of the TensorBoard event files that are not ours)
+TEST_PKGS=(iproute2 procps python3-numpy python3-mpi4py python3-torch libmpich-dev mpich slurm-wlm python3-crc32c
+           protobuf-compiler)
 # --bench: the tests' packages (the benchmarks run PyTorch and the Python module) and what
 # `make bench` plots with (matplotlib)
 # --fuzz: also clang 14 with its sanitizer and libFuzzer runtimes (`make fuzz`; the sanitizer

@@ -61,6 +61,9 @@ int run_server(const Config& c, asyncps::Session& session) {
 int run_worker(const Config& c, asyncps::Session& session) {
   const asyncps::Roles& roles = session.roles();
   const bool chief = roles.is_chief(), talk = chief || c.verbose;
+  // the chief's curves for TensorBoard, in --logdir (a new event file per run)
+  std::optional<asyncps::SummaryWriter> summaries;
+  if (chief && !c.logdir.empty()) summaries.emplace(c.logdir);
   const ModelShape shape = c.shape();
   const asyncps::ParamLayout& layout = session.layout();
   const ClickLog log(c.data);
@@ -140,6 +143,7 @@ int run_worker(const Config& c, asyncps::Session& session) {
       std::printf("After %lld training steps (%lld global steps), log-loss on training batch is %.4f. (%.3f sec/batch)\n",
                   static_cast<long long>(local), static_cast<long long>(s->global_step), loss,
                   since(last_log) / c.log_every);
+      if (summaries) summaries->add_scalars({{"loss", loss}}, s->global_step);
       last_log = Clock::now();
       std::fflush(stdout);
     }
@@ -147,6 +151,7 @@ int run_worker(const Config& c, asyncps::Session& session) {
       clock.pause();
       const Evaluation e = evaluate(log, shape, layout, params, c.test_examples, rows);
       print_eval(landed.global_step, c.batch_size, clock.training_seconds(), e);
+      if (summaries) summaries->add_scalars({{"auc", e.auc}, {"log_loss", e.log_loss}}, landed.global_step);
       clock.resume();
     }
   }
@@ -189,6 +194,11 @@ int run_worker(const Config& c, asyncps::Session& session) {
   if (e) {
     const std::int64_t global = steps.final_step();
     print_result(global, global - first_global, c.batch_size, roles.num_workers(), seconds, c.test_examples, *e);
+    if (summaries)
+      summaries->add_scalars({{"auc", e->auc}, {"log_loss", e->log_loss},
+                              {"operations_per_step", static_cast<double>(ops.runs) /
+                                                          static_cast<double>(std::max<std::int64_t>(local, 1))}},
+                             global);
   }
   return steps.halted() ? app_cli::kHaltedExit : 0;
 }

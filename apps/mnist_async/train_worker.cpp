@@ -161,7 +161,10 @@ int run_worker(const Config& config, asyncps::Session& session) {
       metrics->write({{"global_step", static_cast<double>(global_step)}, {"local_step", static_cast<double>(local_step)},
                       {"loss", loss}, {"learning_rate", lr}, {"wall_seconds", wall},
                       {"samples_per_sec", static_cast<double>((global_step - first_step) * config.batch_size) / wall},
-                      {"staleness_mean", tau.mean()}, {"staleness_max", static_cast<double>(tau.max())}});
+                      {"global_steps_per_sec", static_cast<double>(global_step - first_step) / wall},
+                      {"staleness_mean", tau.mean()}, {"staleness_p99", static_cast<double>(tau.percentile(99))},
+                      {"staleness_max", static_cast<double>(tau.max())},
+                      {"nonfinite_skipped", static_cast<double>(client.stats().nonfinite)}});
       last_summary = Clock::now();
     }
   }

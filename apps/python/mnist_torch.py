@@ -90,7 +90,8 @@ def main():
     ap.add_argument("--ps", type=int, default=1, help="parameter-server ranks")
     ap.add_argument("--mode", default="async", choices=asyncps.MODES)
     ap.add_argument("--staleness", type=int, default=0)
-    ap.add_argument("--logdir", default="", help="checkpoints go here (and a restart resumes from them)")
+    ap.add_argument("--logdir", default="", help="checkpoints go here (and a restart resumes from them), and the "
+                                                 "chief's TensorBoard scalars (tensorboard --logdir)")
     ap.add_argument("--save_secs", type=float, default=60)
     ap.add_argument("--no_restore", action="store_true")
     ap.add_argument("--seed", type=int, default=1)
@@ -123,6 +124,8 @@ def main():
     rng = np.random.default_rng(args.seed * 1000003 + session.worker_index)
     perm, pos = rng.permutation(len(train_x)), 0
     params = opt.arena.params  # the module's parameters, as one numpy array (no copy)
+    # the chief's curves for TensorBoard, in the checkpoints' directory (a new file per run)
+    summaries = asyncps.SummaryWriter(args.logdir) if args.logdir and session.is_chief else None
     ema, ema_step = None, None  # ema: the average reported and stored (level, or 2 * level - smooth)
     if session.is_chief:
         ema = params.copy()  # (what a chief that takes no step of its own stores: the start)
@@ -164,6 +167,9 @@ def main():
                 w.store_shadow(ema)
                 print(f"After {local} training steps ({step_at} global steps), loss on training batch is "
                       f"{float(loss):.6f}.", flush=True)
+                if summaries:
+                    summaries.add_scalars({"loss": float(loss), "learning_rate": opt.param_groups[0]["lr"],
+                                           "staleness_mean": w.staleness["mean"]}, step_at)
     wall = time.perf_counter() - t0  # (done: every worker's updates are in, the module holds them)
     if session.is_chief:
         if ema_step is not None:
@@ -178,6 +184,10 @@ def main():
         st = w.staleness  # the chief's own updates
         print(f"Done: {final} global steps by {session.num_workers} worker(s) in {wall:.2f} s: "
               f"{samples / wall:.0f} samples/s; test accuracy {acc:.4f} (EMA {acc_ema:.4f})", flush=True)
+        if summaries:
+            summaries.add_scalars({"test_accuracy": acc, "test_accuracy_ema": acc_ema,
+                                   "samples_per_sec": samples / wall}, final)
+            summaries.close()
         if args.json:
             print(json.dumps({"impl": "asyncps-python", "device": str(device),
                               "workers": session.num_workers, "servers": session.num_servers,

@@ -15,5 +15,6 @@
 #include "asyncps/stall_watch.h"
 #include "asyncps/staleness.h"
 #include "asyncps/step_loop.h"
+#include "asyncps/summary_writer.h"
 #include "asyncps/version.h"
 #include "asyncps/worker_client.h"

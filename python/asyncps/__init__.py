@@ -49,6 +49,7 @@ from ._asyncps import (  # noqa: E402
     StallError,
     StepEnd,
     StepStart,
+    SummaryWriter,
     TableInfo,
     TensorInfo,
     WorkerClient,
@@ -66,7 +67,7 @@ from ._asyncps import (  # noqa: E402
 
 __all__ = [
     "CheckpointError", "ConfigError", "EmbeddingGroup", "EmbeddingTable", "Error", "Layout", "MpiError", "ParameterServer", "RowPush",
-    "Session", "StallError", "StepEnd", "StepStart", "TableInfo", "TensorInfo", "WorkerClient", "abort_job", "cpu_kernel_level", "export_checkpoint_npy", "export_npy", "list_checkpoints",
+    "Session", "StallError", "StepEnd", "StepStart", "SummaryWriter", "TableInfo", "TensorInfo", "WorkerClient", "abort_job", "cpu_kernel_level", "export_checkpoint_npy", "export_npy", "list_checkpoints",
     "read_checkpoint", "abort_on_uncaught_exception", "MODES", "PULL_METHODS", "SERVER_PROGRESS", "__version__",
 ]
 

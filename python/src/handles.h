@@ -184,5 +184,6 @@ void bind_session(pybind11::module_& m);
 void bind_server(pybind11::module_& m);
 void bind_worker(pybind11::module_& m);
 void bind_table(pybind11::module_& m);
+void bind_summary(pybind11::module_& m);
 
 }  // namespace asyncps_python

@@ -15,6 +15,7 @@ PYBIND11_MODULE(_asyncps, m) {
   asyncps_python::bind_server(m);
   asyncps_python::bind_worker(m);
   asyncps_python::bind_table(m);
+  asyncps_python::bind_summary(m);
   m.attr("__version__") = ASYNCPS_VERSION_STRING;
   m.def("cpu_kernel_level", &asyncps::cpu_kernel_level,
         "the CPU instruction-set level libasyncps's loops run at ('baseline', 'avx2', 'avx512'): the best this CPU "

@@ -1,0 +1,53 @@
+// defines: asyncps::SummaryWriter
+// Scalar curves in TensorBoard's event-file format, the files tf.summary.FileWriter and the
+// tutorial's Supervisor(summary_op=...) write and `tensorboard --logdir DIR` plots. Each writer
+// is one new file in `logdir`, named as TensorBoard expects (events.out.tfevents.<seconds>.<host>
+// .<pid>), so each run of a job adds its own file to the same directory. Every add_scalars() is
+// one Event record (TFRecord framing, masked CRC-32C, the protobuf written by hand: no protobuf
+// library), flushed to the OS at once, so a running job's curves show up live.
+//
+//   asyncps::SummaryWriter summaries(logdir);            // on one rank only (the chief)
+//   summaries.add_scalars({{"loss", loss}, {"learning_rate", lr}}, global_step);
+//
+// Nothing here is collective, and no rank writes unless the program makes it one. A write that
+// fails (a full disk) is one warning through asyncps::log and the writer writes no more: the
+// curves stop, training goes on.
+#pragma once
+#include <cstdint>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace asyncps {
+
+class SummaryWriter {
+ public:
+  // Creates logdir (and its parents) and a new event file in it, whose first record names the
+  // format ("brain.Event:2"); ConfigError naming the directory if it cannot.
+  explicit SummaryWriter(const std::filesystem::path& logdir);
+  ~SummaryWriter();
+  SummaryWriter(SummaryWriter&& other) noexcept;
+  SummaryWriter& operator=(SummaryWriter&& other) noexcept;
+  SummaryWriter(const SummaryWriter&) = delete;
+  SummaryWriter& operator=(const SummaryWriter&) = delete;
+
+  // One Event at `step` (its wall time now) holding each (tag, value) as a scalar summary.
+  // ConfigError for an empty tag or one with a NUL byte, or a negative step.
+  void add_scalars(const std::vector<std::pair<std::string, double>>& values, std::int64_t step);
+  void add_scalar(const std::string& tag, double value, std::int64_t step) { add_scalars({{tag, value}}, step); }
+
+  // The file's path; empty once moved from or closed.
+  const std::filesystem::path& path() const noexcept { return path_; }
+  // Flushes and closes the file (the destructor does it too); later adds are refused.
+  void close();
+
+ private:
+  void write_record(const std::string& data);
+  std::filesystem::path path_;
+  std::FILE* file_ = nullptr;
+  bool failed_ = false;  // a write failed: warned once, nothing more written
+};
+
+}  // namespace asyncps
