@@ -19,65 +19,13 @@
 #error "define ASYNCPS_KERNELS_FILE before including cpu/foreach_level.h"
 #endif
 
-#define ASYNCPS_KERNEL_NS baseline
 #define ASYNCPS_KERNEL_LEVEL 0
+#include "cpu/one_level.h"
 #if defined(__x86_64__)
-#define ASYNCPS_KERNEL_VEC_FLOATS 4  // SSE2
-#define ASYNCPS_KERNEL_VEC_REGS 16
-#else
-#define ASYNCPS_KERNEL_VEC_FLOATS 4  // NEON
-#define ASYNCPS_KERNEL_VEC_REGS 32
-#endif
-#include ASYNCPS_KERNELS_FILE
-#undef ASYNCPS_KERNEL_NS
-#undef ASYNCPS_KERNEL_LEVEL
-#undef ASYNCPS_KERNEL_VEC_FLOATS
-#undef ASYNCPS_KERNEL_VEC_REGS
-
-#if defined(__x86_64__)
-
-#if defined(__clang__)
-#pragma clang attribute push(__attribute__((target("avx2,fma"))), apply_to = function)
-#else
-#pragma GCC push_options
-#pragma GCC target("avx2,fma")
-#endif
-#define ASYNCPS_KERNEL_NS avx2
 #define ASYNCPS_KERNEL_LEVEL 1
-#define ASYNCPS_KERNEL_VEC_FLOATS 8
-#define ASYNCPS_KERNEL_VEC_REGS 16
-#include ASYNCPS_KERNELS_FILE
-#undef ASYNCPS_KERNEL_NS
-#undef ASYNCPS_KERNEL_LEVEL
-#undef ASYNCPS_KERNEL_VEC_FLOATS
-#undef ASYNCPS_KERNEL_VEC_REGS
-#if defined(__clang__)
-#pragma clang attribute pop
-#else
-#pragma GCC pop_options
-#endif
-
-#if defined(__clang__)
-#pragma clang attribute push(__attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,avx2,fma"))), apply_to = function)
-#else
-#pragma GCC push_options
-#pragma GCC target("avx512f,avx512vl,avx512bw,avx512dq,avx2,fma")
-#endif
-#define ASYNCPS_KERNEL_NS avx512
+#include "cpu/one_level.h"
 #define ASYNCPS_KERNEL_LEVEL 2
-#define ASYNCPS_KERNEL_VEC_FLOATS 16
-#define ASYNCPS_KERNEL_VEC_REGS 32
-#include ASYNCPS_KERNELS_FILE
-#undef ASYNCPS_KERNEL_NS
-#undef ASYNCPS_KERNEL_LEVEL
-#undef ASYNCPS_KERNEL_VEC_FLOATS
-#undef ASYNCPS_KERNEL_VEC_REGS
-#if defined(__clang__)
-#pragma clang attribute pop
-#else
-#pragma GCC pop_options
+#include "cpu/one_level.h"
 #endif
-
-#endif  // __x86_64__
 
 #undef ASYNCPS_KERNELS_FILE
