@@ -9,7 +9,8 @@
 //   asyncps::SummaryWriter summaries(logdir);            // on one rank only (the chief)
 //   summaries.add_scalars({{"loss", loss}, {"learning_rate", lr}}, global_step);
 //
-// Nothing here is collective, and no rank writes unless the program makes it one. A write that
+// Nothing here is collective, and no rank writes unless the program makes it one. One thread at
+// a time (from Python the GIL sees to it). A write that
 // fails (a full disk) is one warning through asyncps::log and the writer writes no more: the
 // curves stop, training goes on.
 #pragma once
