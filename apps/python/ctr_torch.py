@@ -95,6 +95,9 @@ def main():
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--log_every", type=int, default=50, help="the chief logs every N local steps")
     ap.add_argument("--json", action="store_true", help="the chief also prints one JSON line")
+    ap.add_argument("--logdir", default="", help="the chief's TensorBoard scalars (tensorboard --logdir): log-loss "
+                                                 "every --log_every steps; AUC, test log-loss, samples/s and table "
+                                                 "operations per step at the end")
     args = ap.parse_args()
     torch.set_num_threads(1)
 
@@ -110,6 +113,7 @@ def main():
 
     data = Clicks(args.seed, args.vocab)
     rng = np.random.default_rng(args.seed * 1000003 + 17 + session.worker_index)
+    summaries = asyncps.SummaryWriter(args.logdir) if args.logdir and session.is_chief else None
     with asyncps.WorkerClient(session) as w:
         wide = asyncps.torch.TableEmbeddingBag(asyncps.EmbeddingTable(w, "wide"), mode="sum")
         deep = asyncps.torch.TableEmbeddingBag(asyncps.EmbeddingTable(w, "deep"), mode="sum")
@@ -130,6 +134,8 @@ def main():
             if session.is_chief and local % args.log_every == 0:
                 print(f"After {local} training steps ({step.global_step} global steps), log-loss on training batch is "
                       f"{float(loss):.6f}.", flush=True)
+                if summaries:
+                    summaries.add_scalar("loss", float(loss), step.global_step)
         w.drain()  # no worker updates any more: the tables and the MLP are final
         wall = time.perf_counter() - t0
         if session.is_chief:
@@ -149,6 +155,11 @@ def main():
             print(f"Done: {final} global steps by {session.num_workers} worker(s) in {wall:.2f} s: "
                   f"{samples / wall:.0f} samples/s; test log-loss {sum(losses) / len(labels):.4f}", flush=True)
             print(f"AUC {a:.4f} (the planted model's: {a_planted:.4f})", flush=True)
+            if summaries:
+                runs = wide.table.stats["runs"] + deep.table.stats["runs"]  # both tables' pulls and pushes
+                summaries.add_scalars({"auc": a, "log_loss": sum(losses) / len(labels), "samples_per_sec": samples / wall,
+                                       "operations_per_step": runs / max(local, 1)}, final)
+                summaries.close()
             if args.json:
                 print(json.dumps({"impl": "asyncps-python-ctr", "workers": session.num_workers,
                                   "servers": session.num_servers, "rows": args.rows, "global_steps": final,

@@ -7,7 +7,7 @@
 // rank that stopped inside a collective).
 //
 //   {
-//     asyncps::StallWatch watch(asyncps::watch_timeout(options.stall_timeout), "reading the training data");
+//     asyncps::StallWatch watch(asyncps::setup_watch_timeout(options.stall_timeout), "reading the training data");
 //     data = load(...);
 //   }  // no longer watched
 //
@@ -24,6 +24,14 @@ namespace asyncps {
 // grace of max(2 s, t / 2), so that where heartbeats can name the silent rank (server 0 knows
 // which worker stopped) they report first. 0 (off) stays 0.
 double watch_timeout(double stall_timeout) noexcept;
+
+// The deadline of a set-up stretch (the Session's start-up, creating and restoring the windows,
+// reading the training data, a GPU's first use): watch_timeout(t), but at least
+// kSetupWatchFloor seconds. Such work scales with the data, the disk and the machine, not with a
+// training step, so a stall timeout chosen for steps (the floor is 0.5 s) would end a healthy
+// job that is merely loading. 0 (off) stays 0.
+inline constexpr double kSetupWatchFloor = 10.0;
+double setup_watch_timeout(double stall_timeout) noexcept;
 
 class StallWatch {
  public:

@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
-"""usage: check_events.py LOGDIR RUNS
+"""usage: check_events.py LOGDIR RUNS [TAG=VALUE ...]
 
 Reads mnist_async's TensorBoard event files with readers that are not the project's: the TFRecord
 framing and both masked CRC-32Cs with python3-crc32c, each Event with `protoc --decode_raw`
 (protobuf-compiler). Fails unless LOGDIR holds RUNS files named events.out.tfevents.*, each
 starting with the file_version record "brain.Event:2", every record's CRCs right, and every line
 of LOGDIR/metrics.jsonl (what the chief logged) found as an Event at that global step holding the
-same tags with the same values (to float32 precision)."""
+same tags with the same values (to float32 precision). Where LOGDIR has no metrics.jsonl (the
+Python examples), each TAG=VALUE must be held by some event, equal to VALUE's printed digits
+(e.g. auc=0.8123 from the job's "AUC 0.8123" line: within half a unit of its last digit)."""
 import glob
 import json
 import math
@@ -83,8 +85,18 @@ def main():
             sys.exit(f"FAIL: {f}: the first record is not the file_version brain.Event:2 ({recs[:1]})")
         for step, _, values in recs[1:]:
             events.setdefault(step, []).append(values)
-    lines = [json.loads(l) for l in open(os.path.join(logdir, "metrics.jsonl"))]
+    metrics = os.path.join(logdir, "metrics.jsonl")
+    lines = [json.loads(l) for l in open(metrics)] if os.path.exists(metrics) else []
+    if not lines and len(sys.argv) <= 3:
+        sys.exit(f"FAIL: nothing to check the events against: no {metrics} and no TAG=VALUE")
     checked = 0
+    for want in sys.argv[3:]:
+        tag, _, text = want.partition("=")
+        digits = len(text.partition(".")[2])
+        tol = 0.5 * 10.0 ** -digits + 1e-6 * abs(float(text))
+        if not any(abs(e.get(tag, math.inf) - float(text)) <= tol for evs in events.values() for e in evs):
+            sys.exit(f"FAIL: no event holds {tag} = {text} (+- {tol:.2g})")
+        checked += 1
 
     def same(have, want):  # (metrics.jsonl has 9 significant digits of the double, the event its
         # float32: equal to float32 precision; JSON's null is a NaN)

@@ -216,6 +216,14 @@ TEST_CASE("a StallWatch refuses a timeout that cannot work; 0 and +Inf never fir
   CHECK(watch_timeout(60) == 90);  // 60 + 30
 }
 
+TEST_CASE("set-up stretches get at least the set-up floor, steps do not", "[validation][stall]") {
+  CHECK(setup_watch_timeout(0) == 0);  // off stays off
+  CHECK(setup_watch_timeout(kNaN) == 0);
+  CHECK(setup_watch_timeout(0.5) == kSetupWatchFloor);  // 2.5 s for a step, 10 s for loading
+  CHECK(setup_watch_timeout(1) == kSetupWatchFloor);
+  CHECK(setup_watch_timeout(60) == watch_timeout(60));  // above the floor: the step's deadline
+}
+
 TEST_CASE("a Session without MPI is one clear error, not a crash", "[validation]") {
   int initialized = 0;
   MPI_Initialized(&initialized);

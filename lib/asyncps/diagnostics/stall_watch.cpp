@@ -93,6 +93,10 @@ double watch_timeout(double stall_timeout) noexcept {
   return stall_timeout > 0 ? stall_timeout + std::max(2.0, stall_timeout / 2) : 0;
 }
 
+double setup_watch_timeout(double stall_timeout) noexcept {
+  return stall_timeout > 0 ? std::max(watch_timeout(stall_timeout), kSetupWatchFloor) : 0;
+}
+
 StallWatch::StallWatch(double timeout, std::string what)
     : timeout_(timeout), owned_(std::move(what)), what_(&owned_) {
   if (!(timeout >= 0)) throw ConfigError("StallWatch: timeout must be >= 0 seconds (0: off), got " + std::to_string(timeout));

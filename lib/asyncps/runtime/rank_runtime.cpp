@@ -11,7 +11,7 @@ namespace asyncps::detail {
 
 RankRuntime::RankRuntime(Session& session, const std::string& problem)
     : session_(session), timeline_(!session.options().timeline.empty()) {
-  start_watch_.emplace(watch_timeout(session.options().stall_timeout),
+  start_watch_.emplace(setup_watch_timeout(session.options().stall_timeout),
                        session.role_name() + " creating the windows and restoring (collective with every rank)");
   // Refused on every rank alike (the other role's constructors take part in this collective):
   // no rank is left waiting in the window creation for one that threw.

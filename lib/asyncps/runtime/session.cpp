@@ -137,7 +137,7 @@ Session::Session(MPI_Comm comm, ParamLayout layout, Options options)
   if (comm == MPI_COMM_NULL) throw ConfigError("Session: the communicator is MPI_COMM_NULL");
   // A rank that never arrives (stopped, or stuck before it) ends the job instead of every
   // other rank waiting here forever. (The timeout as given: validated just below.)
-  StallWatch watch(watch_timeout(options_.stall_timeout), "the Session's start-up (collective over every rank)");
+  StallWatch watch(setup_watch_timeout(options_.stall_timeout), "the Session's start-up (collective over every rank)");
   ASYNCPS_MPI_CHECK(MPI_Comm_dup(comm, &comm_));
   MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
   int rank = 0, size = 0;
@@ -195,8 +195,8 @@ bool Session::rma_needs_target() const noexcept { return detail::mpi_implementat
 ServerProgress Session::server_progress() const noexcept {
   if (options_.server_progress != ServerProgress::Auto) return options_.server_progress;
   // Embedding tables move thousands of small operations per step. Open MPI's pt2pt keeps part
-  // of them after a server's entry into MPI with no new bytes to wake it: a woken server took
-  // over 40 s for 100 steps of a 16-example batch of ctr_async across hosts, a 50 us poll 1.2 s.
+  // of them after a server's entry into MPI with no new bytes to wake it, so a woken server
+  // stalls the tables' traffic (measured: docs/EMBEDDINGS.md, "server progress").
   if (!layout_.tables().empty() && rma_needs_target()) return ServerProgress::Poll;
   return detail::mpi_implementation().server_polls(single_node_) ? ServerProgress::Poll : ServerProgress::Wake;
 }

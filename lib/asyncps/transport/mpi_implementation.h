@@ -39,7 +39,7 @@ struct MpiImplementation {
   // Whether a server should poll (Options::server_progress auto) rather than sleep until a
   // worker's message wakes it: where operations complete without it (the poll only services the
   // clock and the heartbeats), and under the MPICH family on one node, where a 50 us poll
-  // measured 1.8x a wake's samples/s (docs/MULTIHOST.md). Between hosts: wake.
+  // beats a wake (measured: docs/DECISIONS.md, the server-progress entry). Between hosts: wake.
   bool server_polls(bool single_node) const;
   // Whether ranks on one node talk through shared memory (no socket wakes a server for them).
   bool shared_memory_on_node() const;
