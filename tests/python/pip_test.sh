@@ -3,9 +3,9 @@
 # Proves what docs/PYTHON.md leads with, offline: `pip install --no-build-isolation .` into a
 # virtual environment of the user's (--system-site-packages) builds the module through the
 # project's CMake; it imports from anywhere (cd /), `python -m asyncps` describes it, and it runs a
-# job under mpirun. Then `pip wheel` gives a wheel that installs into a second environment and
-# imports there. (CMake's scratch is WORK_DIR/pip-build, kept between runs: a rerun is
-# incremental, a fresh checkout builds everything.)
+# job under mpirun. Then `pip wheel` gives a wheel that installs into a second environment,
+# imports there and trains (mnist_torch.py, 1 server + 1 worker). (CMake's scratch is
+# WORK_DIR/pip-build, kept between runs: a rerun is incremental, a fresh checkout builds it all.)
 set -euo pipefail
 src=$1 work=$2 py=$3 mpirun=$4
 here=$(cd "$(dirname "$0")" && pwd)
@@ -37,4 +37,8 @@ echo "wheel: $(basename "$wheel")"
 "$work/venv2/bin/pip" install -q "$wheel"
 "$work/venv2/bin/python" -c "import asyncps, sys; f = asyncps._asyncps.__file__; print('imported', f); sys.exit(0 if f.startswith('$work/venv2/') else 1)" ||
   fail "the wheel's module is not the one imported"
+# and it trains: the tutorial's CNN through the wheel's module, 1 server + 1 worker
+OMP_NUM_THREADS=1 timeout -k 5 120 "$src/tests/app/check_training.sh" 0.60 -- \
+  ${ASYNCPS_TEST_MPIRUN:-$mpirun --oversubscribe --bind-to none} -np 2 "$work/venv2/bin/python" \
+  "$src/apps/python/mnist_torch.py" --steps 300 --log_every 20 --data_dir "$src/data/mnist" || fail "no training through the wheel"
 echo PASS
