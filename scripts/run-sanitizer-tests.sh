@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # usage: run-sanitizer-tests.sh BUILD_DIR [CTEST_ARGS...]
-# Runs every test of a sanitizer build (ASYNCPS_SANITIZE, configured and built: `make sanitize`
-# does both, then this) and fails on a failed test or on any sanitizer report in any test's
+# Runs the tests CTEST_ARGS select (all, without any) of a sanitizer build (ASYNCPS_SANITIZE,
+# configured and built: `make sanitize` does both, then this with its SANITIZE_CTEST_ARGS) and fails on a failed test or on any sanitizer report in any test's
 # output, even one of a test that expects its command to fail (a rank that prints the expected
 # error and then an ASan report still passes such a test's own check). The tests get the
 # sanitizers' options from <build>/sanitizer_env.cmake (cmake/AsyncpsSanitizers.cmake).
