@@ -167,6 +167,45 @@ TEST_CASE("checkpoints are listed newest first; pruning keeps this run's newest 
   CHECK(fs::exists(detail::shard_path(tmp.path, 4000, 0, 1)));
 }
 
+TEST_CASE("a step saved again takes a new generation's names; its old shards go, no other step's", "[checkpoint]") {
+  TempDir d;
+  CHECK(detail::shard_path({}, 7, 1, 2).string() == "ckpt-7.shard-1-of-2");
+  CHECK(detail::shard_path({}, 7, 1, 2, 3).string() == "ckpt-7.shard-1-of-2.g3");
+  CHECK(detail::final_shard_path({}, 7, 1, 2, 3).string() == "ckpt-7.shard-1-of-2.g3.final");
+  const auto n = detail::parse_shard_name("ckpt-7.shard-1-of-2.g3.final");
+  REQUIRE(n);
+  CHECK((n->step == 7 && n->server == 1 && n->num_servers == 2 && n->generation == 3 && n->final_save));
+  CHECK_FALSE(detail::parse_shard_name("ckpt-7.shard-1-of-2.g3.tmp"));
+  CHECK_FALSE(detail::parse_shard_name("ckpt-7.shard-1-of-2.gx"));
+  CHECK_FALSE(detail::parse_shard_name("ckpt-7.shard-1-of-2.g99999999999999999999"));  // does not fit: not ours
+  CHECK(detail::newest_generation(d.path, 7) == -1);
+  for (const char* name : {"ckpt-7.shard-0-of-2", "ckpt-7.shard-1-of-2", "ckpt-7.shard-0-of-2.g1", "ckpt-7.shard-1-of-2.g1",
+                           "ckpt-7.shard-0-of-2.g2.final", "ckpt-7.shard-0-of-1.final", "ckpt-8.shard-0-of-2",
+                           "ckpt-7.shard-0-of-2.g4.tmp", "ckpt-7.index"})
+    std::ofstream(d.path / name) << "x";
+  CHECK(detail::newest_generation(d.path, 7) == 2);  // (a temporary file is no generation)
+  CHECK(detail::newest_generation(d.path, 8) == 0);
+  // server 1 of 2: its own shards of step 7 but the named one
+  detail::remove_step_shards(d.path, 7, 1, 2, {"ckpt-7.shard-1-of-2.g1"});
+  CHECK_FALSE(fs::exists(d.path / "ckpt-7.shard-1-of-2"));
+  CHECK(fs::exists(d.path / "ckpt-7.shard-1-of-2.g1"));
+  CHECK(fs::exists(d.path / "ckpt-7.shard-0-of-2"));
+  // server 0 after an index of step 7, generation 1: every shard of step 7 it does not name
+  detail::remove_step_shards(d.path, 7, -1, 2, {"ckpt-7.shard-0-of-2.g1", "ckpt-7.shard-1-of-2.g1"});
+  std::vector<std::string> left;
+  for (const auto& e : fs::directory_iterator(d.path)) left.push_back(e.path().filename().string());
+  std::sort(left.begin(), left.end());
+  CHECK(left == std::vector<std::string>{"ckpt-7.index", "ckpt-7.shard-0-of-2.g1", "ckpt-7.shard-0-of-2.g4.tmp",
+                                         "ckpt-7.shard-1-of-2.g1", "ckpt-8.shard-0-of-2"});
+  // pruning a step removes its shards of every generation
+  std::vector<std::int64_t> indexed, sharded{7, 8, 9};
+  std::ofstream(d.path / "ckpt-9.shard-0-of-2") << "x";
+  detail::prune_checkpoints(d.path, 1, 0, 2, indexed, sharded);  // keeps 1 + 1 steps' shards: 9 and 8
+  CHECK_FALSE(fs::exists(d.path / "ckpt-7.shard-0-of-2.g1"));
+  CHECK(fs::exists(d.path / "ckpt-7.shard-1-of-2.g1"));  // (another server's)
+  CHECK(fs::exists(d.path / "ckpt-8.shard-0-of-2"));
+}
+
 TEST_CASE("exported .npy files have NumPy's header and the tensors' shapes", "[checkpoint][export]") {
   TempDir tmp;
   const auto layout = small_layout();
@@ -293,7 +332,8 @@ TEST_CASE("only regular files are read: a FIFO is refused at once, a symbolic li
 TEST_CASE("a run that does not restore answers for exactly the files it could overwrite", "[checkpoint]") {
   TempDir d;
   for (const char* name : {"ckpt-5.index", "ckpt-5.shard-0-of-2", "ckpt-5.shard-1-of-2.final", "ckpt-9.shard-0-of-3",
-                           "ckpt-3.index", "ckpt-3.shard-1-of-2", "metrics.jsonl", "asyncps.lock"})
+                           "ckpt-3.index", "ckpt-3.shard-1-of-2", "ckpt-6.shard-1-of-2.g2", "ckpt-6.shard-0-of-2.g3.final",
+                           "metrics.jsonl", "asyncps.lock"})
     std::ofstream(d.path / name) << "x";
   auto names = [](std::vector<fs::path> v) {
     std::vector<std::string> out;
@@ -303,10 +343,12 @@ TEST_CASE("a run that does not restore answers for exactly the files it could ov
   };
   // server 0 of 2, past step 4: the indexes, its own shards, and shards no current server writes
   CHECK(names(detail::files_past(d.path, 4, 0, 2)) ==
-        std::vector<std::string>{"ckpt-5.index", "ckpt-5.shard-0-of-2", "ckpt-9.shard-0-of-3"});
-  CHECK(names(detail::files_past(d.path, 4, 1, 2)) == std::vector<std::string>{"ckpt-5.shard-1-of-2.final"});
+        std::vector<std::string>{"ckpt-5.index", "ckpt-5.shard-0-of-2", "ckpt-6.shard-0-of-2.g3.final",
+                                 "ckpt-9.shard-0-of-3"});
+  CHECK(names(detail::files_past(d.path, 4, 1, 2)) ==
+        std::vector<std::string>{"ckpt-5.shard-1-of-2.final", "ckpt-6.shard-1-of-2.g2"});
   CHECK(names(detail::files_past(d.path, -1, 1, 2)) ==
-        std::vector<std::string>{"ckpt-3.shard-1-of-2", "ckpt-5.shard-1-of-2.final"});
+        std::vector<std::string>{"ckpt-3.shard-1-of-2", "ckpt-5.shard-1-of-2.final", "ckpt-6.shard-1-of-2.g2"});
   CHECK(detail::files_past(d.path, 9, 0, 2).empty());
 }
 

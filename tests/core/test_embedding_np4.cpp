@@ -4,8 +4,10 @@
 // share a row, rows on both servers, runs cut at the servers' boundary) sum exactly; a
 // non-finite gradient sends nothing; row-wise Adagrad does what its formula says; and the calls
 // refuse bad sizes, scales and calls after drain() with one message; a job's tables (rows and
-// Adagrad accumulators) are in its checkpoint and restore on another number of servers. (np4: 2
-// servers + 2 workers, also over osc pt2pt; np3: 1 server + 2 workers.)
+// Adagrad accumulators) are in its checkpoint and restore on another number of servers; rows
+// pushed without a dense step are saved every save_secs (each save of the step replacing the one
+// before, its shards removed, a restored run's files never written over) and not re-saved while
+// they do not move. (np4: 2 servers + 2 workers, also over osc pt2pt; np3: 1 server + 2 workers.)
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -254,11 +256,12 @@ namespace {
 // save at the end). `work` runs on worker 0 (world rank `servers`) between the tables' creation
 // and finish(); `restored` is what ParameterServer::restored() said on the servers.
 template <class Work>
-void table_job(int servers, const std::string& dir, Work work, bool* restored = nullptr, bool dense_step = true) {
+void table_job(int servers, const std::string& dir, Work work, bool* restored = nullptr, bool dense_step = true,
+               double save_secs = 0) {
   Options o;
   o.num_servers = servers;
   o.checkpoint.dir = dir;
-  o.checkpoint.save_secs = 0;  // the final save only
+  o.checkpoint.save_secs = save_secs;  // 0: the final save only
   Session session(MPI_COMM_WORLD, table_layout(), o);
   if (session.roles().is_server()) {
     ParameterServer ps(session, std::vector<float>{0.f});
@@ -389,6 +392,102 @@ TEST_CASE("rows pushed without a dense step are saved at the job's end", "[mpi][
       same = same && c.tables[0].values[table_row(keys[k], kRows) * kDim + col] == pulled[k * kDim + col] &&
              pulled[k * kDim + col] == 1.f;  // 4 pushes of 0.25 onto 0
   CHECK(same);
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (rank == 0) std::filesystem::remove_all(dir);
+}
+
+namespace {
+// The files in `dir` (names, sorted); shards_only: the shard files alone.
+std::vector<std::string> ckpt_files(const std::string& dir, bool shards_only = false) {
+  std::vector<std::string> out;
+  for (const auto& e : std::filesystem::directory_iterator(dir))
+    if (!shards_only || e.path().filename().string().find(".shard-") != std::string::npos)
+      out.push_back(e.path().filename().string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+// Row `key`'s first column in the newest checkpoint of `dir` (-1: none could be read).
+float saved_value(const std::string& dir, std::uint64_t key) {
+  const auto saved = list_checkpoints(dir);
+  if (saved.size() != 1) return -1.f;
+  try {
+    const CheckpointData c = read_checkpoint(saved.front(), table_layout());
+    return c.global_step == 0 ? c.tables[0].values[table_row(key, kRows) * kDim] : -1.f;
+  } catch (const Error&) {
+    return -1.f;
+  }
+}
+// Waits `seconds` while entering MPI (a pull every 20 ms: over pt2pt the row pushes and the
+// worker's "rows moved" signal progress only then).
+void wait_pulling(EmbeddingTable& sum, const std::vector<std::uint64_t>& keys, double seconds) {
+  std::vector<float> tmp(keys.size() * kDim);
+  const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  while (std::chrono::steady_clock::now() < until) {
+    sum.pull_rows(keys, tmp);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+}  // namespace
+
+TEST_CASE("rows pushed without a dense step are saved every save_secs, each save replacing the one before",
+          "[mpi][embedding][checkpoint]") {
+  int rank = 0, size = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  char dir[64] = "/tmp/asyncps-rows-periodic-XXXXXX";
+  if (rank == 0 && !::mkdtemp(dir)) dir[0] = '\0';
+  MPI_Bcast(dir, sizeof dir, MPI_CHAR, 0, MPI_COMM_WORLD);
+  REQUIRE(dir[0] != '\0');
+  const int servers = size > 3 ? 2 : 1;
+  const std::vector<std::uint64_t> keys = {7, 4242, 99};
+  const std::vector<float> g(keys.size() * kDim, 0.25f);
+  std::vector<float> pulled(keys.size() * kDim);
+  // what worker 0 saw: [0] a save during the pushes, [1] the saved value after them, [2] pulled,
+  // [3] 1 if the files stayed the same for 0.6 s without a push
+  float seen[4] = {-1.f, -1.f, -1.f, 0.f};
+  auto pushes = [&](EmbeddingTable& sum, int n, bool look) {
+    for (int p = 0; p < n; ++p) {
+      sum.push_rows(keys, g, 1.f);  // the rows move; the global step stays 0
+      wait_pulling(sum, keys, 0.05);
+      if (look && p == n / 2) seen[0] = saved_value(dir, 7);  // (0.2 s saves: some by now)
+    }
+    // the worker tells server 0 of the last pushes with a pull after them: the next save holds all
+    wait_pulling(sum, keys, 0.8);
+    seen[1] = saved_value(dir, 7);
+    sum.pull_rows(keys, pulled);
+    seen[2] = pulled[0];
+    const auto before = ckpt_files(dir);
+    wait_pulling(sum, keys, 0.6);  // three save periods with nothing pushed
+    seen[3] = ckpt_files(dir) == before ? 1.f : 0.f;
+  };
+  table_job(servers, dir, [&](WorkerClient&, EmbeddingTable& sum, EmbeddingTable&) { pushes(sum, 16, true); },
+            nullptr, /*dense_step=*/false, /*save_secs=*/0.2);
+  MPI_Bcast(seen, 4, MPI_FLOAT, servers, MPI_COMM_WORLD);
+  INFO("worker 0 saw: during " << seen[0] << ", after " << seen[1] << ", pulled " << seen[2] << ", idle " << seen[3]);
+  CHECK(seen[2] == 16 * 0.25f);
+  CHECK(seen[0] >= 0.25f);          // a periodic save while the rows moved and the step did not
+  CHECK(seen[0] < seen[2]);         // ... taken before the last pushes
+  CHECK(seen[1] == seen[2]);        // a later save of the same step holds them all
+  CHECK(seen[3] == 1.f);            // nothing moved: nothing saved again
+  // after the job: one checkpoint, one shard per server (the replaced saves' removed)
+  const auto restored_from = ckpt_files(dir, true);
+  CHECK(restored_from.size() == static_cast<std::size_t>(servers));
+  CHECK(saved_value(dir, 7) == seen[2]);
+
+  // a run that restores step 0 saves it again under new names: the files it restored from are
+  // never written over (a kill mid-save leaves them whole), and are removed once replaced
+  table_job(servers, dir, [&](WorkerClient&, EmbeddingTable& sum, EmbeddingTable&) { pushes(sum, 4, false); },
+            nullptr, /*dense_step=*/false, /*save_secs=*/0.2);
+  MPI_Bcast(seen, 4, MPI_FLOAT, servers, MPI_COMM_WORLD);
+  CHECK(seen[2] == 20 * 0.25f);
+  CHECK(seen[1] == seen[2]);
+  CHECK(saved_value(dir, 7) == seen[2]);
+  const auto files = ckpt_files(dir, true);
+  std::vector<std::string> kept_old;
+  for (const auto& f : files)
+    if (std::find(restored_from.begin(), restored_from.end(), f) != restored_from.end()) kept_old.push_back(f);
+  CHECK(kept_old == std::vector<std::string>{});  // every shard is new
+  CHECK(files.size() == static_cast<std::size_t>(servers));
   MPI_Barrier(MPI_COMM_WORLD);
   if (rank == 0) std::filesystem::remove_all(dir);
 }

@@ -278,9 +278,23 @@ std::error_code for_each_name(const fs::path& dir, const std::function<void(cons
   return ec;
 }
 
-fs::path shard_path(const fs::path& dir, std::int64_t step, int server, int num_servers) {
+fs::path shard_path(const fs::path& dir, std::int64_t step, int server, int num_servers, std::int64_t generation) {
   return dir / ("ckpt-" + std::to_string(step) + ".shard-" + std::to_string(server) + "-of-" +
-                std::to_string(num_servers));
+                std::to_string(num_servers) + (generation > 0 ? ".g" + std::to_string(generation) : ""));
+}
+
+std::optional<ShardName> parse_shard_name(const std::string& name) {
+  static const std::regex re(R"(^ckpt-(\d+)\.shard-(\d+)-of-(\d+)(\.g(\d+))?(\.final)?$)");
+  std::smatch m;
+  if (!std::regex_match(name, m, re)) return std::nullopt;
+  ShardName n;
+  n.step = parse_step(m[1].str());
+  n.server = parse_step(m[2].str());
+  n.num_servers = parse_step(m[3].str());
+  n.generation = m[5].matched ? parse_step(m[5].str()) : 0;
+  n.final_save = m[6].matched;
+  if (n.step < 0 || n.server < 0 || n.num_servers < 0 || n.generation < 0) return std::nullopt;  // digits that do not fit
+  return n;
 }
 
 fs::path index_path(const fs::path& dir, std::int64_t step) { return dir / ("ckpt-" + std::to_string(step) + ".index"); }
@@ -407,10 +421,11 @@ std::uint64_t server_row_floats(const ParamLayout& layout, std::uint32_t num_ser
 
 std::uint64_t write_shard(const fs::path& dir, const ShardHeader& h, const ParamLayout& layout,
                           std::span<const float> params, std::span<const float> shadow, std::span<const float> rows,
-                          bool final_save) {
+                          bool final_save, std::int64_t generation) {
   const int server = static_cast<int>(std::min<std::uint32_t>(h.server, limits::kMaxServers));
   const int servers = static_cast<int>(std::min<std::uint32_t>(h.num_servers, limits::kMaxServers));
-  const fs::path file = final_save ? final_shard_path(dir, h.step, server, servers) : shard_path(dir, h.step, server, servers);
+  const fs::path file = final_save ? final_shard_path(dir, h.step, server, servers, generation)
+                                   : shard_path(dir, h.step, server, servers, generation);
   // what read_shard would refuse is never written
   auto refuse = [&](const std::string& why) { throw CheckpointError(file.string() + ": not written: " + why); };
   if (h.layout_hash != layout.hash() || h.arena != layout.size()) refuse("its header is of another layout");
@@ -605,19 +620,38 @@ Index parse_index(const std::string& data, const fs::path& file) {
   }
 }
 
-fs::path final_shard_path(const fs::path& dir, std::int64_t step, int server, int num_servers) {
-  return shard_path(dir, step, server, num_servers).string() + ".final";
+fs::path final_shard_path(const fs::path& dir, std::int64_t step, int server, int num_servers,
+                          std::int64_t generation) {
+  return shard_path(dir, step, server, num_servers, generation).string() + ".final";
+}
+
+std::int64_t newest_generation(const fs::path& dir, std::int64_t step) {
+  std::int64_t newest = -1;
+  for_each_name(dir, [&](const std::string& name) {
+    if (const auto n = parse_shard_name(name); n && n->step == step) newest = std::max(newest, n->generation);
+  });
+  return newest;
+}
+
+void remove_step_shards(const fs::path& dir, std::int64_t step, int server, int num_servers,
+                        const std::vector<std::string>& keep) {
+  std::vector<std::string> doomed;  // listed first, then removed
+  for_each_name(dir, [&](const std::string& name) {
+    const auto n = parse_shard_name(name);
+    if (!n || n->step != step || std::find(keep.begin(), keep.end(), name) != keep.end()) return;
+    if (server < 0 || (n->server == server && n->num_servers == num_servers)) doomed.push_back(name);
+  });
+  std::error_code ec;
+  for (const auto& name : doomed) fs::remove(dir / name, ec);
 }
 
 std::vector<fs::path> files_past(const fs::path& dir, std::int64_t after_step, int server, int num_servers) {
-  static const std::regex shard_re(R"(^ckpt-\d+\.shard-(\d+)-of-(\d+)(\.final)?$)");
   static const std::regex index_re(R"(^ckpt-\d+\.index$)");
   std::vector<fs::path> out;
   const std::error_code ec = for_each_name(dir, [&](const std::string& name) {
     if (step_of(name) <= after_step) return;
-    std::smatch m;
-    if (std::regex_match(name, m, shard_re)) {
-      const std::int64_t k = parse_step(m[1].str()), of = parse_step(m[2].str());
+    if (const auto n = parse_shard_name(name)) {
+      const std::int64_t k = n->server, of = n->num_servers;
       const bool a_current_server_writes_it = of == num_servers && k >= 0 && k < num_servers;
       if (a_current_server_writes_it ? k == server : server == 0) out.push_back(dir / name);
     } else if (server == 0 && std::regex_match(name, index_re)) {
@@ -645,8 +679,7 @@ void prune_checkpoints(const fs::path& dir, int keep, int server, int num_server
       indexed.pop_back();
     }
   while (sharded.size() > kept + 1) {
-    fs::remove(shard_path(dir, sharded.back(), server, num_servers), ec);
-    fs::remove(final_shard_path(dir, sharded.back(), server, num_servers), ec);
+    remove_step_shards(dir, sharded.back(), server, num_servers);  // plain and final, every generation
     sharded.pop_back();
   }
   // temporary files this server left (a kill in the middle of a write); listed first, then removed

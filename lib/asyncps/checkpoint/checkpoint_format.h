@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <system_error>
 #include <span>
 #include <string>
@@ -55,7 +56,17 @@ std::int64_t parse_step(const std::string& digits) noexcept;
 // no_such_file_or_directory) ends the listing early and is returned.
 std::error_code for_each_name(const fs::path& dir, const std::function<void(const std::string& name)>& f);
 
-fs::path shard_path(const fs::path& dir, std::int64_t step, int server, int num_servers);
+// A shard's name. `generation`: 0 for the first save of a step (ckpt-<step>.shard-<s>-of-<S>),
+// k > 0 for a later save of the same step (".g<k>" after it: rows moved without the dense step,
+// or a run that restored that step saves it again), so that a new save never overwrites the
+// files an index still names; the index commits the new set, server 0 then removes the old.
+fs::path shard_path(const fs::path& dir, std::int64_t step, int server, int num_servers, std::int64_t generation = 0);
+// What a shard name says (nullopt: not a shard name of ours).
+struct ShardName {
+  std::int64_t step = 0, server = 0, num_servers = 0, generation = 0;
+  bool final_save = false;
+};
+std::optional<ShardName> parse_shard_name(const std::string& name);
 fs::path index_path(const fs::path& dir, std::int64_t step);
 
 // 64-bit checksum (FNV-1a over 8-byte words, then the tail bytes).
@@ -93,7 +104,7 @@ std::uint64_t max_shard_bytes(const ParamLayout& layout, std::uint64_t count);
 // `layout` or the spans, rows that are not the server's share, a tensor outside limits.h).
 std::uint64_t write_shard(const fs::path& dir, const ShardHeader& h, const ParamLayout& layout,
                           std::span<const float> params, std::span<const float> shadow,
-                          std::span<const float> rows = {}, bool final_save = false);
+                          std::span<const float> rows = {}, bool final_save = false, std::int64_t generation = 0);
 // The bytes write_shard writes, unchecked (tests build damaged and crafted files from them).
 // Where the layout has tables, after the shadow: the rows section (u32 table count; per table
 // u64 first row, u64 rows, u32 stride; then the floats of `rows`).
@@ -120,7 +131,7 @@ Index parse_index(const std::string& bytes, const fs::path& file);
 std::string read_index_bytes(const fs::path& file, bool follow_links = false);
 
 // Removes this session's own checkpoint files beyond the newest `keep`: server 0 the index files
-// of the steps in `indexed`, every server its shard files (plain and final) of the steps in
+// of the steps in `indexed`, every server its shard files (plain and final, every generation) of the steps in
 // `sharded` beyond the newest keep + 1 (one more: a shard may wait for the others' before its
 // index exists). Both lists are this session's writes and lose what is removed. Files of other
 // runs in the directory are never touched. Also removes temporary files this server left.
@@ -138,6 +149,16 @@ std::vector<fs::path> files_past(const fs::path& dir, std::int64_t after_step, i
 
 // The final save's shard names (written beside a periodic save of the same step, so its index
 // can be replaced atomically: the old index keeps pointing at the old shards until the rename).
-fs::path final_shard_path(const fs::path& dir, std::int64_t step, int server, int num_servers);
+fs::path final_shard_path(const fs::path& dir, std::int64_t step, int server, int num_servers,
+                          std::int64_t generation = 0);
+
+// The highest generation of any shard of `step` in `dir` (-1: none there). Server 0 starts a
+// run that restored `step` above it. Never throws (an unreadable directory: what was listed).
+std::int64_t newest_generation(const fs::path& dir, std::int64_t step);
+// Removes the shard files of `step` in `dir` that a new index of that step no longer names:
+// `server` < 0 every server's (server 0, once the index is written), else only server `server`
+// of `num_servers`'s; names in `keep` stay. Never throws (a file that cannot be removed stays).
+void remove_step_shards(const fs::path& dir, std::int64_t step, int server, int num_servers,
+                        const std::vector<std::string>& keep = {});
 
 }  // namespace asyncps::detail

@@ -289,18 +289,36 @@ RestoredShard restore_checkpoint(const Session& session, DirLock* lock) {
 ServerCheckpointer::ServerCheckpointer(const Session& session, SessionWindows& windows, ControlBlock& control,
                                        std::int64_t restored_step)
     : session_(session), win_(windows), control_(control), enabled_(!session.options().checkpoint.dir.empty()),
-      last_save_(std::chrono::steady_clock::now()), last_answered_(restored_step), last_indexed_(restored_step),
-      restored_(restored_step) {
+      last_save_(std::chrono::steady_clock::now()), last_indexed_(restored_step), restored_(restored_step) {
   if (enabled_) {
     std::error_code ec;
     fs::create_directories(session.options().checkpoint.dir, ec);
     if (ec)
       throw ConfigError("checkpoint directory " + session.options().checkpoint.dir.string() +
                         ": cannot create it: " + ec.message());
+    // the restored step's files stay (what was restored, and earlier saves of that step): a
+    // save of it in this run takes a generation above theirs and never overwrites them
+    if (session.roles().rank == 0) {
+      gen_step_ = restored_step;
+      next_gen_ = newest_generation(session.options().checkpoint.dir, restored_step) + 1;
+    }
   }
 }
 
-std::uint64_t ServerCheckpointer::write_my_shard(std::int64_t step, bool with_shadow, bool final_save) {
+std::int64_t ServerCheckpointer::take_generation(std::int64_t step) {
+  if (step != gen_step_) {  // (steps past the restored one have no files: a run moves them away)
+    gen_step_ = step;
+    next_gen_ = 0;
+  }
+  return next_gen_++;  // also after a save that failed: its leftovers are never written over
+}
+
+bool ServerCheckpointer::changed_since_save() const {
+  return control_.local_step() > last_indexed_ || control_.local_rows_moved() != rows_saved_;
+}
+
+std::uint64_t ServerCheckpointer::write_my_shard(std::int64_t step, std::int64_t generation, bool with_shadow,
+                                                 bool final_save) {
   const Roles& roles = session_.roles();
   const Shard& sh = session_.plan().shard(roles.rank);
   ASYNCPS_MPI_CHECK(MPI_Win_sync(win_.params.get()));
@@ -324,19 +342,24 @@ std::uint64_t ServerCheckpointer::write_my_shard(std::int64_t step, bool with_sh
       tables ? std::span<const float>(win_.rows.data<float>(), session_.row_plan().server_floats(roles.rank))
              : std::span<const float>();
   sharded_.push_back(step);
-  return write_shard(session_.options().checkpoint.dir, h, session_.layout(), params, shadow, rows, final_save);
+  return write_shard(session_.options().checkpoint.dir, h, session_.layout(), params, shadow, rows, final_save,
+                     generation);
 }
 
 void ServerCheckpointer::request_save(std::int64_t step) {
   const int s = session_.roles().num_servers;
+  const std::int64_t gen = take_generation(step);
+  const std::int64_t rows = control_.local_rows_moved();  // read before the rows are: a later push saves again
   try {
-    my_sum_ = write_my_shard(step, control_.local_shadow_valid());
+    my_sum_ = write_my_shard(step, gen, control_.local_shadow_valid());
   } catch (const std::exception& e) {  // e.g. a full disk: the older checkpoints are intact, go on
     warn_not_saved(step, e.what());
     return;
   }
   pending_ = step;
-  if (s > 1) control_.set_save_request(step);
+  pending_gen_ = gen;
+  pending_rows_ = rows;
+  if (s > 1) control_.set_save_request(step, gen);
   try_commit();
 }
 
@@ -353,7 +376,7 @@ void ServerCheckpointer::try_commit() {
   for (int k = 0; k < s; ++k) {
     const Shard& sh = session_.plan().shard(k);
     const auto sum = k == 0 ? my_sum_ : control_.local_shard_sum(k);
-    idx.shards.push_back({sh.offset, sh.size, sum, shard_path({}, pending_, k, s).filename().string()});
+    idx.shards.push_back({sh.offset, sh.size, sum, shard_path({}, pending_, k, s, pending_gen_).filename().string()});
   }
   const auto& co = session_.options().checkpoint;
   std::string problem = failures > 0 ? std::to_string(failures) + " other server(s) could not write their shard" : "";
@@ -371,7 +394,14 @@ void ServerCheckpointer::try_commit() {
     return;
   }
   last_indexed_ = pending_;
+  rows_saved_ = pending_rows_;
   indexed_.push_back(pending_);
+  // a save of a step saved before: the shards the replaced index named are no one's now (here
+  // every server's; the others remove their own too, told by the committed slots)
+  std::vector<std::string> named;
+  for (const auto& e : idx.shards) named.push_back(e.file);
+  remove_step_shards(co.dir, pending_, /*server=*/-1, s, named);
+  if (s > 1) control_.set_committed(pending_, pending_gen_);
   pending_ = -1;
   prune(co.keep);
 }
@@ -394,10 +424,7 @@ void ServerCheckpointer::warn_not_saved(std::int64_t step, const std::string& wh
 
 std::string ServerCheckpointer::save_now(const std::function<void()>& progress, double seconds) {
   if (!enabled_ || session_.roles().rank != 0) return {};
-  if (pending_ < 0) {
-    const std::int64_t step = control_.local_step();
-    if (step > last_indexed_) request_save(step);
-  }
+  if (pending_ < 0 && changed_since_save()) request_save(control_.local_step());
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
   while (pending_ >= 0 && std::chrono::steady_clock::now() < deadline) {
     progress();
@@ -410,12 +437,17 @@ std::string ServerCheckpointer::save_now(const std::function<void()>& progress, 
 
 void ServerCheckpointer::answer_request() {
   const Roles& roles = session_.roles();
-  const SaveState v = control_.read_save_state();
-  if (v.request <= last_answered_) return;
-  last_answered_ = v.request;
+  if (control_.read_save_state().serial <= last_serial_) return;
+  const SaveState v = control_.read_save_state();  // (read again: see ControlBlock::read_save_state)
+  last_serial_ = v.serial;
+  if (v.committed_generation >= 0)  // this server's shards of the last committed step that its index does not name
+    remove_step_shards(session_.options().checkpoint.dir, v.committed_step, roles.rank, roles.num_servers,
+                       {shard_path({}, v.committed_step, roles.rank, roles.num_servers, v.committed_generation)
+                            .filename()
+                            .string()});
   std::uint64_t sum = 0;
   try {
-    sum = write_my_shard(v.request, v.shadow_valid);
+    sum = write_my_shard(v.request, v.generation, v.shadow_valid);
   } catch (const std::exception& e) {  // acked all the same (server 0 waits for every ack), as a failure
     warn_not_saved(v.request, e.what());
     control_.ack_failed_save();
@@ -425,7 +457,8 @@ void ServerCheckpointer::answer_request() {
   prune(session_.options().checkpoint.keep);
 }
 
-void ServerCheckpointer::after_final(std::int64_t final_step, bool index_written, int extra_kept) {
+void ServerCheckpointer::after_final(std::int64_t final_step, std::int64_t generation, bool index_written,
+                                     int extra_kept) {
   const auto& co = session_.options().checkpoint;
   const Roles& roles = session_.roles();
   std::error_code ec;
@@ -434,13 +467,17 @@ void ServerCheckpointer::after_final(std::int64_t final_step, bool index_written
     for (std::int64_t st : *steps)
       if (st > final_step) {
         if (steps == &indexed_) fs::remove(index_path(co.dir, st), ec);
-        else fs::remove(shard_path(co.dir, st, roles.rank, roles.num_servers), ec);
+        else remove_step_shards(co.dir, st, roles.rank, roles.num_servers);
       }
   std::erase_if(indexed_, [&](std::int64_t st) { return st > final_step; });
   std::erase_if(sharded_, [&](std::int64_t st) { return st > final_step; });
   if (index_written) {
-    // the final index names the .final shards: a periodic shard of the same step is unreferenced
-    fs::remove(shard_path(co.dir, final_step, roles.rank, roles.num_servers), ec);
+    // the final index names the .final shards: the step's other shards are unreferenced (server 0
+    // removes every server's, as after any save of a step saved before; each server its own)
+    std::vector<std::string> named;  // the final index's shards
+    for (int k = 0; k < roles.num_servers; ++k)
+      named.push_back(final_shard_path({}, final_step, k, roles.num_servers, generation).filename().string());
+    remove_step_shards(co.dir, final_step, roles.rank == 0 ? -1 : roles.rank, roles.num_servers, named);
     if (roles.rank == 0) indexed_.push_back(final_step);
   }
   prune(co.keep + extra_kept);
@@ -463,14 +500,13 @@ void ServerCheckpointer::tick() {
   const auto now = std::chrono::steady_clock::now();
   if (every <= 0 || std::chrono::duration<double>(now - last_save_).count() < every) return;
   last_save_ = now;
-  const std::int64_t step = control_.local_step();
-  if (step > last_indexed_) request_save(step);
+  if (changed_since_save()) request_save(control_.local_step());
 }
 
 FinalState finish_job(const Session& session, ControlBlock& control, ServerCheckpointer* ckpt) {
   const Roles& roles = session.roles();
   const auto& co = session.options().checkpoint;
-  std::int64_t state[4] = {0, 0, 0, 0};  // step, halted, shadow valid, save
+  std::int64_t state[5] = {0, 0, 0, 0, 0};  // step, halted, shadow valid, save, its generation
   if (roles.rank == 0) {
     state[0] = control.local_step();
     state[1] = control.local_halt();
@@ -479,8 +515,9 @@ FinalState finish_job(const Session& session, ControlBlock& control, ServerCheck
     // missed updates that were still in flight when it was taken), and always with tables: their
     // rows move without the dense step (push_rows outside claimed steps)
     state[3] = !co.dir.empty() && ckpt && (state[0] != ckpt->restored_step() || !session.layout().tables().empty());
+    if (state[3]) state[4] = ckpt->take_generation(state[0]);
   }
-  ASYNCPS_MPI_CHECK(MPI_Bcast(state, 4, MPI_INT64_T, 0, session.comm()));
+  ASYNCPS_MPI_CHECK(MPI_Bcast(state, 5, MPI_INT64_T, 0, session.comm()));
   FinalState out{state[0], state[1] != 0, state[1] >= ControlBlock::kTerminatedHalt, {}};
   if (!state[3]) return out;
   // every server writes its shard of the final step; rank 0 gathers the checksums, and what
@@ -489,7 +526,7 @@ FinalState finish_job(const Session& session, ControlBlock& control, ServerCheck
   unsigned long long sum = 0;
   std::string failure;
   if (roles.is_server() && ckpt) try {
-      sum = ckpt->write_my_shard(state[0], state[2] != 0, /*final_save=*/true);
+      sum = ckpt->write_my_shard(state[0], state[4], state[2] != 0, /*final_save=*/true);
     } catch (const std::exception& e) {  // gathered: every rank reaches the same verdict
       failure = session.describe_rank(roles.rank) + ": " + e.what();
     }
@@ -507,7 +544,7 @@ FinalState finish_job(const Session& session, ControlBlock& control, ServerCheck
     for (int k = 0; k < roles.num_servers; ++k) {
       const Shard& sh = session.plan().shard(k);
       idx.shards.push_back({sh.offset, sh.size, sums[static_cast<std::size_t>(k)],
-                            final_shard_path({}, state[0], k, roles.num_servers).filename().string()});
+                            final_shard_path({}, state[0], k, roles.num_servers, state[4]).filename().string()});
     }
     try {
       write_index(co.dir, idx);  // atomically replaces a periodic index of the same step
@@ -522,7 +559,8 @@ FinalState finish_job(const Session& session, ControlBlock& control, ServerCheck
                           " could not be saved (" + problem + "); the checkpoints saved before are intact");
   // after a worker's halt the final save holds a model that was going wrong: it does not push out
   // the older checkpoints (kept: keep + 1). A halt for SIGTERM holds a sound one.
-  if (roles.is_server() && ckpt) ckpt->after_final(state[0], true, /*extra_kept=*/out.halted && !out.terminated ? 1 : 0);
+  if (roles.is_server() && ckpt)
+    ckpt->after_final(state[0], state[4], true, /*extra_kept=*/out.halted && !out.terminated ? 1 : 0);
   return out;
 }
 

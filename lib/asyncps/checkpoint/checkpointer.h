@@ -83,18 +83,25 @@ class ServerCheckpointer {
   void tick();  // from serve()'s poll loop
   std::int64_t last_indexed_step() const noexcept { return last_indexed_; }
   std::int64_t restored_step() const noexcept { return restored_; }
-  // Writes this server's shard of `step` from window memory (the final save under its own
-  // names); returns its checksum.
-  std::uint64_t write_my_shard(std::int64_t step, bool with_shadow, bool final_save = false);
+  // Writes this server's shard of `step`, generation `generation` (shard_path's), from window
+  // memory (the final save under its own names); returns its checksum.
+  std::uint64_t write_my_shard(std::int64_t step, std::int64_t generation, bool with_shadow, bool final_save = false);
+  // Server 0: the generation of the next save of `step` (0 for its first; above any generation of
+  // that step already on disk when the run restored it).
+  std::int64_t take_generation(std::int64_t step);
   // Server 0, when the job must end early (a stalled worker): saves the current step now, or
   // finishes the save in flight, calling `progress` while other servers answer; gives up after
   // `seconds`. Returns the index written (the newest this run wrote), or empty.
   std::string save_now(const std::function<void()>& progress, double seconds);
   // The end of the job (finish_job): forget this session's saves past the final step (snapshots
-  // taken while a claimed step was given back) and prune, keeping `extra_kept` more than keep.
-  void after_final(std::int64_t final_step, bool index_written, int extra_kept = 0);
+  // taken while a claimed step was given back), remove the final step's shards its index no
+  // longer names, and prune, keeping `extra_kept` more than keep.
+  void after_final(std::int64_t final_step, std::int64_t generation, bool index_written, int extra_kept = 0);
 
  private:
+  // Server 0: something to save since the last index: the global step moved, or a worker pushed
+  // embedding rows (they move without it).
+  bool changed_since_save() const;
   void request_save(std::int64_t step);
   void answer_request();
   void try_commit();
@@ -107,7 +114,11 @@ class ServerCheckpointer {
   bool enabled_ = false;
   std::chrono::steady_clock::time_point last_save_;
   std::int64_t pending_ = -1;       // server 0: the step being saved, waiting for acks
-  std::int64_t last_answered_ = 0;  // other servers: the last request they wrote a shard for
+  std::int64_t pending_gen_ = 0;    // ... its generation
+  std::int64_t pending_rows_ = 0;   // ... the rows-moved count it holds
+  std::int64_t rows_saved_ = 0;     // server 0: the rows-moved count of the last index written
+  std::int64_t gen_step_ = -1, next_gen_ = 0;  // server 0: take_generation's state
+  std::int64_t last_serial_ = 0;    // other servers: the last request they wrote a shard for
   std::int64_t last_indexed_ = -1;
   std::int64_t restored_ = 0;
   std::vector<std::int64_t> indexed_, sharded_;  // steps this session wrote (pruning touches only these)

@@ -21,11 +21,18 @@ constexpr int kVersion = 4;
 constexpr int kArrivals = 5;
 constexpr int kSaveRequest = 6;
 constexpr int kSaveAcks = 7;
-constexpr int kShadowValid = 8;  // read with the save request: [kSaveRequest, kSaveAcks, kShadowValid]
-constexpr int kSaveFailures = 9;
-constexpr int kClocks = 10;  // then W clocks, S checksums, R heartbeats
+constexpr int kShadowValid = 8;  // read with the save request: [kSaveRequest .. kSaveGeneration]
+constexpr int kSaveSerial = 9;
+constexpr int kSaveGeneration = 10;
+constexpr int kCommittedStep = 11;
+constexpr int kCommittedGeneration = 12;  // + 1 (0: nothing committed yet)
+constexpr int kSaveFailures = 13;
+constexpr int kRowsMoved = 14;
+constexpr int kClocks = 15;  // then W clocks, S checksums, R heartbeats
 static_assert(kHalt == kGlobalStep + 1 && kDone == kGlobalStep + 2 && kBeat0 == kGlobalStep + 3);
-static_assert(kSaveAcks == kSaveRequest + 1 && kShadowValid == kSaveRequest + 2);
+static_assert(kSaveAcks == kSaveRequest + 1 && kShadowValid == kSaveRequest + 2 && kSaveSerial == kSaveRequest + 3 &&
+              kSaveGeneration == kSaveRequest + 4 && kCommittedStep == kSaveRequest + 5 &&
+              kCommittedGeneration == kSaveRequest + 6);
 }  // namespace
 
 std::size_t ControlBlock::slots(int num_workers, int num_servers) {
@@ -130,12 +137,13 @@ void ControlBlock::add_and_flush(int slot, std::int64_t add, MPI_Datatype type) 
 SaveState ControlBlock::read_save_state() {
   static const std::string what = "a save request or acknowledgement to server 0 (MPI_Win_flush)";
   const MPI_Win w = channel_->windows().control.get();
-  std::int64_t v[3] = {0, 0, 0};  // request, acks, shadow valid
-  ASYNCPS_MPI_CHECK(MPI_Get_accumulate(nullptr, 0, MPI_INT64_T, v, 3, MPI_INT64_T, kRank, kSaveRequest, 3,
+  // request, acks, shadow valid, serial, generation, committed step, committed generation + 1
+  std::int64_t v[7] = {0, 0, 0, 0, 0, 0, 0};
+  ASYNCPS_MPI_CHECK(MPI_Get_accumulate(nullptr, 0, MPI_INT64_T, v, 7, MPI_INT64_T, kRank, kSaveRequest, 7,
                                        MPI_INT64_T, MPI_NO_OP, w));
   const StallWatch watch(watch_timeout(channel_->session().options().stall_timeout), what, StallWatch::Borrowed{});
   ASYNCPS_MPI_CHECK(MPI_Win_flush(kRank, w));
-  return SaveState{v[0], v[1], v[2] != 0};
+  return SaveState{v[0], v[1], v[2] != 0, v[3], v[4], v[5], v[6] - 1};
 }
 
 void ControlBlock::ack_save(int server, std::uint64_t checksum) {
@@ -148,8 +156,26 @@ void ControlBlock::ack_failed_save() {
   add_and_flush(kSaveAcks, 1, MPI_INT64_T);
 }
 
-void ControlBlock::set_save_request(std::int64_t step) {
+void ControlBlock::set_save_request(std::int64_t step, std::int64_t generation) {
+  // the step and generation complete before the serial moves (see read_save_state in the header)
   add_and_flush(kSaveRequest, step - load_local(kSaveRequest), MPI_INT64_T);
+  add_and_flush(kSaveGeneration, generation - load_local(kSaveGeneration), MPI_INT64_T);
+  add_and_flush(kSaveSerial, 1, MPI_INT64_T);
+}
+
+void ControlBlock::set_committed(std::int64_t step, std::int64_t generation) {
+  add_and_flush(kCommittedStep, step - load_local(kCommittedStep), MPI_INT64_T);
+  add_and_flush(kCommittedGeneration, generation + 1 - load_local(kCommittedGeneration), MPI_INT64_T);
+}
+
+void ControlBlock::add_rows_moved() {
+  static const std::string what = "telling server 0 that embedding rows moved (MPI_Win_flush)";
+  const MPI_Win w = channel_->windows().control.get();
+  ASYNCPS_MPI_CHECK(MPI_Accumulate(&one_, 1, MPI_INT64_T, kRank, kRowsMoved, 1, MPI_INT64_T, MPI_SUM, w));
+  // flushed: over osc pt2pt an operation on this window lands only with a flush, and a worker
+  // that moves rows alone never flushes it otherwise
+  const StallWatch watch(watch_timeout(channel_->session().options().stall_timeout), what, StallWatch::Borrowed{});
+  ASYNCPS_MPI_CHECK(MPI_Win_flush(kRank, w));
 }
 
 void ControlBlock::reset_save(int num_servers, std::int64_t failures) {
@@ -187,6 +213,7 @@ std::int64_t ControlBlock::local_halt() const { return load_local(kHalt); }
 bool ControlBlock::local_shadow_valid() const { return load_local(kShadowValid) != 0; }
 std::int64_t ControlBlock::local_save_acks() const { return load_local(kSaveAcks); }
 std::int64_t ControlBlock::local_save_failures() const { return load_local(kSaveFailures); }
+std::int64_t ControlBlock::local_rows_moved() const { return load_local(kRowsMoved); }
 std::uint64_t ControlBlock::local_shard_sum(int server) const {
   return static_cast<std::uint64_t>(load_local(sum_slot(server)));
 }

@@ -11,7 +11,12 @@
 //   save request   checkpoints: the step of the save server 0 asked for (0: none yet)
 //   save acks      checkpoints: servers other than 0 that have written their shard of it
 //   shadow valid   1 once the servers hold an EMA shadow (restored or stored by the chief)
+//   save serial    checkpoints: +1 per save request (a step may be saved more than once)
+//   save generation checkpoints: the requested save's generation (its shards' names)
+//   committed      checkpoints: the step and generation (+ 1; 0: none) of the last index written
 //   save failures  checkpoints: servers that acked the requested save without a shard
+//   rows moved     +1 by a worker that pushed embedding rows (worker/rows_moved.h, rate-limited):
+//                  server 0 saves again when it moved, even where the global step did not
 //   clock[w]       worker w's clock: steps it has completed (SSP reads the minimum)
 //   sum[s]         checkpoints: the checksum of server s's shard of the requested save (uint64)
 //   beat[r]        rank r's heartbeat (r != 0): +1 about every beat interval while it is live;
@@ -42,6 +47,9 @@ struct SaveState {
   std::int64_t request = 0;  // the step server 0 asked to be saved
   std::int64_t acks = 0;
   bool shadow_valid = false;
+  std::int64_t serial = 0;      // moves once per request
+  std::int64_t generation = 0;  // of the requested save (shard_path's)
+  std::int64_t committed_step = 0, committed_generation = -1;  // the last index written (-1: none yet)
 };
 
 class ControlBlock {
@@ -86,7 +94,13 @@ class ControlBlock {
   void post_beat(int rank, MPI_Request& request);  // +1 on beat[rank], non-blocking
   void mark_finished(int rank);                    // + kFinished on beat[rank], complete on return
 
+  // ---- workers: embedding rows moved ----------------------------------------------------------
+  void add_rows_moved();  // +1 on rows moved, complete at server 0 on return (a watched flush)
+
   // ---- servers other than 0: the save protocol (blocking, watched flushes) -------------------
+  // One atomic read of the save slots. Server 0 completes a request's step and generation before
+  // it moves the serial, and changes neither until every server has acked: a server that sees a
+  // new serial reads again and takes the step and generation from that second read.
   SaveState read_save_state();
   void ack_save(int server, std::uint64_t checksum);  // sum[server] += checksum, then acks += 1
   void ack_failed_save();                             // failures += 1, then acks += 1
@@ -98,11 +112,15 @@ class ControlBlock {
   bool local_shadow_valid() const;
   std::int64_t local_save_acks() const;
   std::int64_t local_save_failures() const;
+  std::int64_t local_rows_moved() const;
   std::uint64_t local_shard_sum(int server) const;
   const std::int64_t* local_beats() const;  // beat[r] for every rank r (r = 0 unused), synchronised
   void local_beat0();                       // server 0's own heartbeat: a local atomic add
   // server 0 publishes a save request and, once the index is written, resets the slots it used
-  void set_save_request(std::int64_t step);
+  void set_save_request(std::int64_t step, std::int64_t generation);
+  // once an index is written (before the next request): the other servers then remove their
+  // shards of that step that it does not name (where they do not share server 0's directory)
+  void set_committed(std::int64_t step, std::int64_t generation);
   void reset_save(int num_servers, std::int64_t failures);
 
  private:

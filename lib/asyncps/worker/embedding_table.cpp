@@ -9,6 +9,8 @@
 #include <vector>
 
 #include "asyncps/error.h"
+#include "asyncps/stall_watch.h"
+#include "core/check.h"
 #include "core/rows.h"
 #include "worker/worker_transport.h"
 
@@ -36,6 +38,38 @@ struct detail::TableState {
   std::vector<float> fresh;          // a push's accumulators, per distinct row
   std::vector<std::size_t> cached;   // fresh[u]'s place in acc, or kNotCached
 };
+
+// Tells server 0 that this worker pushed rows (ControlBlock's "rows moved"), so that a periodic
+// checkpoint is taken where rows moved and the global step did not: the pushes flushed to the
+// servers, then a blocking +1, at most once per kEvery; pushes in between are told by the next
+// push or pull after it (the job's final save holds any that are not). Only where periodic saves
+// are on.
+namespace {
+class RowsMovedSignal {
+ public:
+  static constexpr std::chrono::milliseconds kEvery{100};
+  explicit RowsMovedSignal(detail::WorkerTransport& t)
+      : t_(t), wanted_(!t.options().checkpoint.dir.empty() && t.options().checkpoint.save_secs > 0) {}
+  // after a push (pushed) or a pull: tells server 0 if rows moved since it was last told and kEvery has passed
+  void note(bool pushed) {
+    if (!wanted_) return;
+    untold_ = untold_ || pushed;
+    if (!untold_) return;
+    const auto now = detail::WorkerClock::now();
+    if (now - told_ < kEvery) return;
+    // the pushes complete at the servers first: a save server 0 starts after the +1 holds them
+    if (t_.channel().pending(detail::Table::Rows)) t_.channel().flush(detail::Table::Rows);
+    t_.control().add_rows_moved();
+    told_ = now;
+    untold_ = false;
+  }
+
+ private:
+  detail::WorkerTransport& t_;
+  bool wanted_ = false, untold_ = false;
+  detail::WorkerClock::time_point told_{};
+};
+}  // namespace
 
 // One move's plan: a call's keys grouped into distinct sorted rows (order = (row, key index)
 // sorted; rows = its distinct rows; slot[i] = key i's place in rows), cut into runs of rows on one
@@ -87,7 +121,8 @@ namespace {
 // moves and the buffers live as long as the windows.
 class TableLayer final : public detail::WorkerLayer {
  public:
-  explicit TableLayer(detail::WorkerTransport& t) : t_(t) {}
+  explicit TableLayer(detail::WorkerTransport& t) : rows_moved(t), t_(t) {}
+  RowsMovedSignal rows_moved;
   // table `index`'s state, made on first use (with its group's)
   detail::TableState& state(std::size_t index) {
     if (tables_.size() <= index) tables_.resize(index + 1);
@@ -233,6 +268,10 @@ void prefetch_group(detail::WorkerTransport& t, detail::RowGroupState& g, std::u
 // moves whole group rows, so that all the tables come in one operation per run. A prefetch of the
 // same keys is taken (completed, and the pushes sent since added); one of other keys is dropped.
 // The operations' counts go to `ops`.
+RowsMovedSignal& rows_moved_signal(detail::WorkerTransport& t) {
+  return t.layer<TableLayer>([&] { return std::make_unique<TableLayer>(t); }).rows_moved;
+}
+
 void pull_group(detail::WorkerTransport& t, std::span<detail::TableState* const> members,
                 std::span<const std::uint64_t> keys, std::span<const std::span<float>> out, TableStats& ops) {
   const auto t0 = detail::WorkerClock::now();
@@ -276,6 +315,7 @@ void pull_group(detail::WorkerTransport& t, std::span<detail::TableState* const>
   if (&ops != &members.front()->stats) ++ops.pulls;  // (a group's own count)
   ops.bytes_pulled += mv->buf.size() * sizeof(float);
   ops.pull_seconds += detail::seconds_since(t0);
+  rows_moved_signal(t).note(/*pushed=*/false);
 }
 
 // One push of the tables `members` (of one row group) with one scale: each table's update in its
@@ -385,6 +425,7 @@ RowPush push_group(detail::WorkerTransport& t, std::span<detail::TableState* con
   if (&ops != &members.front()->stats) ++ops.pushes;
   ops.bytes_pushed += buf.size() * sizeof(float);
   ops.push_seconds += detail::seconds_since(t0);
+  rows_moved_signal(t).note(/*pushed=*/true);
   result.applied = true;
   result.rows = mv.rows.size();
   return result;
