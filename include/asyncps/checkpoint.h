@@ -10,6 +10,8 @@
 //                                  global step, shard range, tensor table), parameters, EMA
 //                                  shadow, its rows of each table (row range, then the rows),
 //                                  64-bit checksum over all of it
+//                                  (".g<k>" after it: the step's k-th later save, rows having
+//                                  moved without it; ".final": the job's last save)
 //   ckpt-<step>.index              written by server 0 once every shard is on disk: the step, S,
 //                                  layout hash, each shard's range and checksum, its own checksum
 // Every file is written to a temporary name, fsync'd, renamed, and the directory fsync'd, so a
@@ -32,7 +34,7 @@ namespace asyncps {
 
 struct CheckpointOptions {
   std::filesystem::path dir;   // empty: the job keeps no checkpoints
-  double save_secs = 60;       // server 0 asks for a checkpoint this often (0: only at the end)
+  double save_secs = 60;       // server 0 saves this often when the step or rows moved (0: only at the end)
   int keep = 5;                // newest checkpoints kept
   std::filesystem::path restart_from;  // an index file to start from; empty: the newest valid in dir
   bool restore = true;         // start from the newest valid checkpoint in dir, if there is one

@@ -212,8 +212,8 @@ int Session::server_poll_us() const noexcept {
   // and the heartbeats, where operations complete without the server: long)
   if (server_progress() == ServerProgress::Poll && rma_needs_target()) {
     // A table's rows are thousands of operations a step, each waiting for this server: where no
-    // worker shares its node it never sleeps (ctr_async at 2^22 rows across the simulated hosts:
-    // 14,259-14,983 samples/s against 10,350-11,417 with the 50 us poll, docs/EMBEDDINGS.md)
+    // worker shares its node it never sleeps (measured faster than the 50 us poll across hosts:
+    // docs/EMBEDDINGS.md)
     if (!layout_.tables().empty() && node_no_workers_) return 0;
     return 50;
   }

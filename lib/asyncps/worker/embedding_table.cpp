@@ -168,11 +168,9 @@ class TableLayer final : public detail::WorkerLayer {
  private:
   // A run of rows takes in the rows between two wanted ones when they are at most this many bytes
   // apart (read along, or added as zeros), as an operation costs about as much as that many bytes.
-  // Measured with ctr_async, 2^22 rows, 1 + 2 (docs/EMBEDDINGS.md "Merging runs"): on one host (shared
-  // memory: bytes are cheap, whether the target's CPU applies them or not) 4 KiB was best (27,507
-  // samples/s; 0 B: 21,403; 512 B: 24,163; 16 KiB: 15,516); across hosts, where the gaps' bytes cross
-  // the network too, gaps of 0 to 1 KiB were best (3,011-3,061; 4 KiB: 2,608, 16 KiB: 859), and 1 KiB
-  // still merges the rows of small or dense tables.
+  // Chosen by measurement (docs/EMBEDDINGS.md "Merging runs"): on one host, where bytes are cheap,
+  // 4 KiB; across hosts, where the gaps' bytes cross the network too, 1 KiB (it still merges the
+  // rows of small or dense tables).
   std::size_t merge_gap_bytes() const { return t_.session().single_node() ? 4096 : 1024; }
 
   detail::WorkerTransport& t_;
