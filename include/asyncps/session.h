@@ -34,11 +34,10 @@ enum class Mode {
 
 // How a server lets one-sided operations complete (see docs/ARCHITECTURE.md "Server progress").
 enum class ServerProgress {
-  Auto,  // Poll where one-sided operations complete without the target (Open MPI on one node,
-         // pt2pt not forced); Wake where they need it between hosts; under the MPICH family on
-         // one node, where they need it too, Poll every 50 us (measured faster than a wake); and
-         // Poll every 50 us wherever they need it and the layout has embedding tables (their
-         // many small operations stall a woken server: docs/EMBEDDINGS.md)
+  Auto,  // chosen by the Session from the MPI implementation, the node and the layout: Poll where
+         // one-sided operations complete without the server, Wake where they need it between
+         // hosts, Poll where the implementation or the layout's tables need it (the cases:
+         // docs/ARCHITECTURE.md "Server progress")
   Poll,  // enter MPI every server_poll_us, sleeping in between (0: never sleeps)
   Wake,  // sleep until bytes arrive on one of the process's sockets (TCP), at most
          // server_poll_us; keep entering MPI for server_spin_us after the last arrival
@@ -66,12 +65,9 @@ struct Options {
   bool overlap = false;
   PullMethod pull = PullMethod::GetAccumulate;
   ServerProgress server_progress = ServerProgress::Auto;
-  // The longest a server sleeps between entries into MPI. -1 (auto): 10 ms, except 1 ms in
-  // Wake mode when another rank shares this server's node over shared memory (its messages
-  // wake no socket), and 50 us when it polls for operations that need it (MPICH on one node,
-  // or tables between hosts); 0 (it never sleeps) where it polls for the operations of
-  // embedding tables that need it and has its node to itself (no worker there whose core it
-  // would take: docs/EMBEDDINGS.md "Prefetch"). See docs/ARCHITECTURE.md "Server progress".
+  // The longest a server sleeps between entries into MPI. -1 (auto): chosen by the Session,
+  // long where a poll only serves the clock and the heartbeats, short where every worker's
+  // operation waits for it (the cases: docs/ARCHITECTURE.md "Server progress").
   int server_poll_us = -1;
   int server_spin_us = 0;
   // Workers, when the transport needs the target (Wake): spin this long on an outstanding

@@ -3,12 +3,10 @@
 
 #include <unistd.h>
 
-#include <array>
 #include <cerrno>
 #include <filesystem>
 #include <cstdlib>
 #include <cstring>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <utility>
@@ -20,6 +18,8 @@
 #include "asyncps/stall_watch.h"
 #include "core/check.h"
 #include "diagnostics/liveness.h"
+#include "runtime/progress_policy.h"
+#include "runtime/rank_agreement.h"
 #include "runtime/termination.h"
 #include "transport/mpi_implementation.h"
 #include "transport/string_collectives.h"
@@ -27,72 +27,6 @@
 namespace asyncps {
 
 namespace {
-
-// What every rank must agree on before any window exists.
-// FNV-1a of the checkpoint options: every rank takes part in the collective restore and saves,
-// so they must agree on all of them (a rank with another --save_secs or --no_restore would
-// enter a different protocol).
-std::uint64_t checkpoint_hash(const CheckpointOptions& c) {
-  std::uint64_t h = 0xcbf29ce484222325ull;
-  auto mix = [&](const void* p, std::size_t n) {
-    for (std::size_t i = 0; i < n; ++i) h = (h ^ static_cast<const unsigned char*>(p)[i]) * 0x100000001b3ull;
-  };
-  const std::string dir = c.dir.string(), from = c.restart_from.string();
-  mix(dir.data(), dir.size() + 1);  // (+1: the terminator separates the fields)
-  mix(from.data(), from.size() + 1);
-  mix(&c.save_secs, sizeof c.save_secs);
-  mix(&c.keep, sizeof c.keep);
-  const char restore = c.restore ? 1 : 0;
-  mix(&restore, 1);
-  return h;
-}
-
-std::array<std::uint64_t, 13> fingerprint(const ParamLayout& layout, const Options& o) {
-  std::uint64_t stall = 0;
-  std::memcpy(&stall, &o.stall_timeout, sizeof stall);
-  std::uint32_t dc = 0, power = 0;
-  std::memcpy(&dc, &o.dc_lambda, sizeof dc);
-  std::memcpy(&power, &o.staleness_lr_power, sizeof power);
-  return {layout.hash(), layout.size(), static_cast<std::uint64_t>(o.num_servers),
-          static_cast<std::uint64_t>(o.pull), o.chunk_bytes, static_cast<std::uint64_t>(o.mode),
-          static_cast<std::uint64_t>(o.staleness),
-          o.staleness_lr ? 1 | (o.staleness_lr_relative ? 2 : 0) | (static_cast<std::uint64_t>(power) << 32) : 0,
-          static_cast<std::uint64_t>(o.overlap), static_cast<std::uint64_t>(!o.timeline.empty()),
-          checkpoint_hash(o.checkpoint), stall, dc};
-}
-
-void check_same_everywhere(MPI_Comm comm, const ParamLayout& layout, const Options& options) {
-  int size = 0;
-  MPI_Comm_size(comm, &size);
-  const auto mine = fingerprint(layout, options);
-  std::vector<std::uint64_t> all(mine.size() * static_cast<std::size_t>(size));
-  ASYNCPS_MPI_CHECK(MPI_Allgather(mine.data(), static_cast<int>(mine.size()), MPI_UINT64_T, all.data(),
-                                  static_cast<int>(mine.size()), MPI_UINT64_T, comm));
-  // Every rank sees the same table, so every rank reaches the same verdict: all throw or none.
-  for (int r = 1; r < size; ++r) {
-    const std::uint64_t* f = &all[static_cast<std::size_t>(r) * mine.size()];
-    const std::uint64_t* f0 = all.data();
-    std::ostringstream msg;
-    if (f[0] != f0[0] || f[1] != f0[1]) {
-      msg << "parameter layout differs between ranks: rank " << r << " has layout hash " << std::hex << f[0]
-          << std::dec << " (" << f[1] << " floats), rank 0 has " << std::hex << f0[0] << std::dec << " (" << f0[1]
-          << " floats); every rank must build the same model";
-    } else if (f[2] != f0[2]) {
-      msg << "number of servers differs between ranks: rank " << r << " has " << f[2] << ", rank 0 has " << f0[2];
-    } else if (f[5] != f0[5] || f[6] != f0[6] || f[7] != f0[7] || f[12] != f0[12]) {
-      msg << "synchronisation mode differs between ranks (rank " << r << " vs rank 0): every rank must be given the same Options::mode, Options::staleness, Options::staleness_lr (its power and relative choice) and Options::dc_lambda";
-    } else if (f[10] != f0[10]) {
-      msg << "checkpoint options differ between ranks (rank " << r
-          << " vs rank 0): every rank must be given the same checkpoint directory, save interval, "
-             "number kept, restart checkpoint and restore choice (Options::checkpoint)";
-    } else if (f[3] != f0[3] || f[4] != f0[4] || f[8] != f0[8] || f[9] != f0[9] || f[11] != f0[11]) {
-      msg << "options differ between ranks (rank " << r << " vs rank 0): every rank must be given the same Options";
-    } else {
-      continue;
-    }
-    throw ConfigError(msg.str());
-  }
-}
 
 // The timeline is written at the job's end: a directory that cannot take it is refused now.
 void check_timeline_dir(const std::string& path) {
@@ -146,7 +80,7 @@ Session::Session(MPI_Comm comm, ParamLayout layout, Options options)
   try {
     if (std::string why = detail::launch_problem(size); !why.empty()) throw ConfigError(std::move(why));
     agree_valid(comm_, layout_, options_);
-    if (size >= 2) check_same_everywhere(comm_, layout_, options_);  // before roles: S may differ
+    if (size >= 2) detail::check_same_everywhere(comm_, layout_, options_);  // before roles: S may differ
     roles_ = Roles::make(rank, size, options_.num_servers);
     plan_ = ShardPlan(layout_.size(), options_.num_servers);
     row_plan_ = RowPlan(layout_, options_.num_servers);
@@ -192,33 +126,13 @@ Session::Session(MPI_Comm comm, ParamLayout layout, Options options)
 
 bool Session::rma_needs_target() const noexcept { return detail::mpi_implementation().rma_needs_target(single_node_); }
 
-ServerProgress Session::server_progress() const noexcept {
-  if (options_.server_progress != ServerProgress::Auto) return options_.server_progress;
-  // Embedding tables move thousands of small operations per step. Open MPI's pt2pt keeps part
-  // of them after a server's entry into MPI with no new bytes to wake it, so a woken server
-  // stalls the tables' traffic (measured: docs/EMBEDDINGS.md, "server progress").
-  if (!layout_.tables().empty() && rma_needs_target()) return ServerProgress::Poll;
-  return detail::mpi_implementation().server_polls(single_node_) ? ServerProgress::Poll : ServerProgress::Wake;
-}
+ServerProgress Session::server_progress() const noexcept { return detail::progress_choice(*this).progress; }
 
 bool Session::shared_memory_neighbours() const noexcept {
   return node_ranks_ > 1 && detail::mpi_implementation().shared_memory_on_node();
 }
 
-int Session::server_poll_us() const noexcept {
-  if (options_.server_poll_us >= 0) return options_.server_poll_us;
-  if (server_progress() == ServerProgress::Wake && shared_memory_neighbours()) return 1000;
-  // a poll that every worker's operation waits for: short (a poll that only services the clock
-  // and the heartbeats, where operations complete without the server: long)
-  if (server_progress() == ServerProgress::Poll && rma_needs_target()) {
-    // A table's rows are thousands of operations a step, each waiting for this server: where no
-    // worker shares its node it never sleeps (measured faster than the 50 us poll across hosts:
-    // docs/EMBEDDINGS.md)
-    if (!layout_.tables().empty() && node_no_workers_) return 0;
-    return 50;
-  }
-  return 10000;
-}
+int Session::server_poll_us() const noexcept { return detail::progress_choice(*this).poll_us; }
 
 const std::string& Session::host(int rank) const {
   static const std::string unknown = "?";

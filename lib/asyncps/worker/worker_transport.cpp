@@ -9,6 +9,7 @@
 #include "asyncps/mpi_environment.h"
 #include "core/check.h"
 #include "core/vector_ops.h"
+#include "runtime/progress_policy.h"
 
 namespace asyncps::detail {
 
@@ -37,10 +38,11 @@ WorkerTransport::WorkerTransport(Session& session)
   // Servers that sleep until woken: complete by request, and sleep while waiting. Where operations
   // need the target (between hosts; MPICH on one node too) a flush waits for a server, so it is
   // watched; where they complete without it, the watch stays off the step's path.
-  const bool by_request = session.server_progress() == ServerProgress::Wake;
+  const ProgressChoice policy = progress_choice(session);
+  const bool by_request = policy.progress == ServerProgress::Wake;
   const bool watched = by_request || session.rma_needs_target();
   rt_.channel().configure(by_request ? Completion::Request : Completion::Flush,
-                          RequestWaiter(by_request, options_.wait_spin_us, session.shared_memory_neighbours() ? 100 : 1000),
+                          RequestWaiter(by_request, options_.wait_spin_us, policy.worker_max_sleep_us),
                           &rt_.liveness(), watched ? watch_timeout(options_.stall_timeout) : 0,
                           session.role_name() + " waiting in MPI_Win_flush for " + the_servers(session),
                           "an answer from " + the_servers(session));

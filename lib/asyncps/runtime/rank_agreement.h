@@ -1,0 +1,19 @@
+// defines: asyncps::detail::check_same_everywhere
+// What every rank must agree on before any window exists (the layout, the number of servers,
+// the step mode and its rules, the checkpoint options, the transport options): one row per fact
+// in rank_agreement.cpp's table, which both makes each rank's fingerprint and names what
+// differs. An option every rank must be given alike is one row there.
+#pragma once
+
+#include <mpi.h>
+
+#include "asyncps/session.h"
+
+namespace asyncps::detail {
+
+// Collective over comm. Every rank sees every rank's fingerprint, so every rank reaches the same
+// verdict: all throw ConfigError (naming the first rank and the first fact that differ from
+// rank 0's) or none does.
+void check_same_everywhere(MPI_Comm comm, const ParamLayout& layout, const Options& options);
+
+}  // namespace asyncps::detail
