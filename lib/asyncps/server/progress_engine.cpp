@@ -11,8 +11,6 @@ namespace asyncps::detail {
 
 namespace {
 using Clock = std::chrono::steady_clock;
-constexpr auto kRescanEvery = std::chrono::milliseconds(100);
-constexpr int kFirstBackoffUs = 100;  // the first sleep after activity (then 200, 400, ... poll_us)
 }  // namespace
 
 ProgressEngine::ProgressEngine(ProgressConfig config, Timeline* timeline) : config_(config), timeline_(timeline) {
@@ -49,7 +47,7 @@ void ProgressEngine::run_until(MPI_Request& request, const std::function<void()>
       if (waiter_.wait(0)) busy_until = now + std::chrono::microseconds(config_.spin_us);
       continue;
     }
-    if (now - last_scan >= kRescanEvery) {  // (and at once after a new connection)
+    if (now - last_scan >= kSocketRescanEvery) {  // (and at once after a new connection)
       waiter_.rescan();
       last_scan = now;
     }

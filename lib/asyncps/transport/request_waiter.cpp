@@ -10,8 +10,6 @@ namespace asyncps::detail {
 
 namespace {
 using Clock = std::chrono::steady_clock;
-constexpr auto kRescanEvery = std::chrono::milliseconds(100);
-constexpr int kFirstBackoffUs = 100;  // the first sleep after activity (then 200, 400, ...)
 }  // namespace
 
 // A waiting worker is alive: it beats (so server 0 names the rank it waits for, not it), and
@@ -45,7 +43,7 @@ void RequestWaiter::wait_all(MPI_Request* reqs, int n) {
     const auto now = Clock::now();
     if (now - t0 < std::chrono::microseconds(spin_us_)) continue;
     check_stall(t0);
-    if (now - last_scan_ >= kRescanEvery) {  // (the first wait scans: last_scan_ starts at 0)
+    if (now - last_scan_ >= kSocketRescanEvery) {  // (the first wait scans: last_scan_ starts at 0)
       sockets_.rescan();
       last_scan_ = now;
     }

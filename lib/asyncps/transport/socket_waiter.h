@@ -8,10 +8,18 @@
 #pragma once
 #include <poll.h>
 
+#include <chrono>
 #include <cstddef>
 #include <vector>
 
 namespace asyncps::detail {
+
+// The pace of both waits that sleep on sockets (the server's ProgressEngine, a worker's
+// RequestWaiter): new connections are found at least this often, and the first sleep after
+// activity is this short (then doubling: MPI may complete work on later entries without new
+// bytes to wake anyone).
+inline constexpr auto kSocketRescanEvery = std::chrono::milliseconds(100);
+inline constexpr int kFirstBackoffUs = 100;
 
 class SocketWaiter {
  public:
