@@ -27,7 +27,7 @@ for k in 2 3 4 5; do echo "10.213.7.$k slots=5"; done >"$OUT/hosts"
 T0=$(date +%s)
 # one host: the launcher of the harness's MPI, with Open MPI's flags for more ranks than cores
 read -r -a one_host <<<"${ASYNCPS_MPIRUN:-mpirun}"
-"${one_host[0]}" --version 2>&1 | grep -qi hydra || one_host+=(--oversubscribe --bind-to none)
+[[ $("${one_host[0]}" --version 2>&1) == *[Hh][Yy][Dd][Rr][Aa]* ]] || one_host+=(--oversubscribe --bind-to none)  # (no `| grep -q` under pipefail)
 
 # placement S W: S ranks on host 1, then the W workers dealt over hosts 2-4 (by slot)
 placement() {

