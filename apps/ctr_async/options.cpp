@@ -39,6 +39,10 @@ void validate(const Config& c) {
     require(std::isfinite(v) && v > 0 && v <= kFloatMax, std::string(name) + " must be a positive finite number, got " + show(v));
   require(std::isfinite(c.initial_accumulator) && c.initial_accumulator > 0 && c.initial_accumulator <= kFloatMax,
           "--initial_accumulator must be a positive finite number, got " + show(c.initial_accumulator));
+  for (const auto& [name, v] : {std::pair{"--ftrl_l1", c.ftrl_l1}, std::pair{"--ftrl_l2", c.ftrl_l2}})
+    require(std::isfinite(v) && v >= 0 && v <= kFloatMax, std::string(name) + " must be a finite number >= 0, got " + show(v));
+  require(std::isfinite(c.ftrl_beta) && c.ftrl_beta > 0 && c.ftrl_beta <= kFloatMax,
+          "--ftrl_beta must be a positive finite number, got " + show(c.ftrl_beta));
   require(c.training_steps >= 1 && c.training_steps <= (std::int64_t{1} << 50),
           "--training_steps must be in [1, 2^50], got " + std::to_string(c.training_steps));
   require(c.test_examples >= 1 && c.test_examples <= 100000000,
@@ -50,6 +54,7 @@ void validate(const Config& c) {
   require(c.dump_workers >= 1 && c.dump_workers <= 1024, "--dump_workers must be in [1, 1024], got " + std::to_string(c.dump_workers));
   require(!(c.allreduce && !c.dump_data.empty()), "--allreduce and --dump_data do not go together");
   require(!(c.allreduce && !c.logdir.empty()), "--allreduce keeps no checkpoints: drop --logdir");
+  require(!(c.allreduce && c.optimizer == "ftrl"), "--allreduce updates sgd or adagrad rows itself: --optimizer ftrl needs the servers (drop --allreduce)");
   require(!(!c.dump_data.empty() && !c.logdir.empty()), "--dump_data writes the streams and exits: drop --logdir");
   require(c.export_dir.empty() || !c.logdir.empty(), "--export_dir writes the final checkpoint: it needs --logdir");
   if (!c.logdir.empty()) refuse_placeholders(c.logdir, "--logdir");
@@ -75,11 +80,17 @@ ModelShape Config::shape() const {
 
 asyncps::ParamLayout Config::layout() const {
   const auto opt = asyncps::parse_choice<asyncps::RowOptimizer>(optimizer, "--optimizer");
-  const auto acc = static_cast<float>(initial_accumulator);
-  const asyncps::TableSpec wide{.rows = rows, .dim = 1, .optimizer = opt, .init_scale = 0.f, .seed = data.seed,
-                                .initial_accumulator = acc};
-  const asyncps::TableSpec deep{.rows = rows, .dim = dim, .optimizer = opt, .init_scale = 0.05f, .seed = data.seed,
-                                .initial_accumulator = acc, .share_rows_with = separate_tables ? "" : "wide"};
+  asyncps::TableSpec wide{.rows = rows, .dim = 1, .optimizer = opt, .init_scale = 0.f, .seed = data.seed};
+  asyncps::TableSpec deep{.rows = rows, .dim = dim, .optimizer = opt, .init_scale = 0.05f, .seed = data.seed,
+                          .share_rows_with = separate_tables ? "" : "wide"};
+  // (an optimizer refuses another's fields: they would do nothing)
+  if (opt == asyncps::RowOptimizer::Adagrad) wide.initial_accumulator = deep.initial_accumulator = static_cast<float>(initial_accumulator);
+  if (opt == asyncps::RowOptimizer::Ftrl)
+    for (asyncps::TableSpec* s : {&wide, &deep}) {
+      s->ftrl_l1 = static_cast<float>(ftrl_l1);
+      s->ftrl_l2 = static_cast<float>(ftrl_l2);
+      s->ftrl_beta = static_cast<float>(ftrl_beta);
+    }
   return ctr_layout(shape(), wide, deep);
 }
 
@@ -110,12 +121,16 @@ std::optional<Config> parse_config(int argc, char** argv, bool print_help) {
     ("dim", po::value(&c.dim)->default_value(c.dim), "wide_deep: floats per embedding row")
     ("hidden", po::value(&c.hidden)->default_value(c.hidden), "wide_deep: hidden units of the deep part")
     ("optimizer", po::value(&c.optimizer)->default_value(c.optimizer),
-     "the rows' optimizer: sgd | adagrad (row-wise, one accumulator per row on the servers)")
+     "the rows' optimizer: sgd | adagrad (row-wise, one accumulator per row on the servers) | ftrl\n"
+     "(FTRL-Proximal per coordinate; learning rate --embedding_lr, strengths --ftrl_l1, --ftrl_l2)")
     ("batch_size", po::value(&c.batch_size)->default_value(c.batch_size), "examples per worker step")
     ("learning_rate", po::value(&c.learning_rate)->default_value(c.learning_rate), "the dense weights' learning rate (SGD)")
     ("embedding_lr", po::value(&c.embedding_lr)->default_value(c.embedding_lr), "the embedding rows' learning rate")
     ("initial_accumulator", po::value(&c.initial_accumulator)->default_value(c.initial_accumulator),
      "--optimizer adagrad: every row's accumulator to start with")
+    ("ftrl_l1", po::value(&c.ftrl_l1)->default_value(c.ftrl_l1), "--optimizer ftrl: L1 strength (> 0 makes weights exactly 0)")
+    ("ftrl_l2", po::value(&c.ftrl_l2)->default_value(c.ftrl_l2), "--optimizer ftrl: L2 strength")
+    ("ftrl_beta", po::value(&c.ftrl_beta)->default_value(c.ftrl_beta), "--optimizer ftrl: beta in (beta + sqrt(n)) / alpha")
     ("training_steps", po::value(&c.training_steps)->default_value(c.training_steps), "global steps to train")
     ("test_examples", po::value(&c.test_examples)->default_value(c.test_examples), "held-out examples the chief evaluates at the end")
     ("vocab", po::value(&c.data.vocab)->default_value(c.data.vocab), "ids per categorical field (26 fields, 13 dense features)")
@@ -180,6 +195,7 @@ std::optional<Config> parse_config(int argc, char** argv, bool print_help) {
   refuse_without(vm, "dump_examples", !c.dump_data.empty(), "--dump_data");
   refuse_without(vm, "dump_workers", !c.dump_data.empty(), "--dump_data");
   refuse_without(vm, "initial_accumulator", c.optimizer == "adagrad", "--optimizer adagrad");
+  for (const char* f : {"ftrl_l1", "ftrl_l2", "ftrl_beta"}) refuse_without(vm, f, c.optimizer == "ftrl", "--optimizer ftrl");
   validate(c);
   return c;
 }

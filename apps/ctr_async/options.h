@@ -17,11 +17,12 @@ struct Config {
   std::uint64_t rows = std::uint64_t{1} << 22;  // rows of each table (keys hashed into them)
   int dim = 16;
   int hidden = 64;
-  std::string optimizer = "adagrad";  // the tables' rows: sgd | adagrad
+  std::string optimizer = "adagrad";  // the tables' rows: sgd | adagrad | ftrl
   int batch_size = 256;
   double learning_rate = 0.05;   // the dense arena (SGD)
   double embedding_lr = 0.05;    // the rows
   double initial_accumulator = 1e-4;  // adagrad: every row's accumulator to start with
+  double ftrl_l1 = 0, ftrl_l2 = 0, ftrl_beta = 1;  // ftrl: TableSpec's ftrl_l1, ftrl_l2, ftrl_beta
   std::int64_t training_steps = 2000;
   std::int64_t test_examples = 20000;
   int log_every = 100;

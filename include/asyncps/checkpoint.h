@@ -1,7 +1,7 @@
 // defines: asyncps::CheckpointOptions, asyncps::validate(CheckpointOptions), asyncps::CheckpointData,
 //          asyncps::TableData, read_checkpoint, list_checkpoints, export_npy, export_checkpoint_npy
 // Crash-safe checkpoints of the arena, the chief's EMA shadow and the embedding tables' rows
-// (with their Adagrad accumulators), written by the servers from their own window memory (each
+// (with what their optimizers keep per row), written by the servers from their own window memory (each
 // server its shard: no parameter crosses the network to be saved). A checkpoint restores on any
 // number of servers: the arena moves by float range, the tables by row range.
 //
@@ -55,7 +55,10 @@ struct TableData {
   std::uint64_t rows = 0;
   int dim = 0;
   std::vector<float> values;        // rows x dim, row after row
-  std::vector<float> accumulators;  // RowOptimizer::Adagrad: one per row; otherwise empty
+  // What the table's RowOptimizer keeps beside each row: rows x TableInfo::state_width() floats,
+  // row after row, its state_blocks() side by side (Adagrad: one accumulator per row; Ftrl: z
+  // then n, dim each; Sgd: empty).
+  std::vector<float> accumulators;
 };
 
 struct CheckpointData {
@@ -81,7 +84,9 @@ std::vector<std::filesystem::path> list_checkpoints(const std::filesystem::path&
 // (limits::tensor_name_problem, and <name>.npy must fit a file name): ConfigError, nothing written.
 void export_npy(const std::filesystem::path& dir, const ParamLayout& layout, const std::vector<float>& arena);
 // The same for a whole checkpoint: each tensor of ckpt.params, and each embedding table as
-// <dir>/<table>.npy (rows x dim) with, for Adagrad, <dir>/<table>.accumulator.npy (rows). Every
+// <dir>/<table>.npy (rows x dim), with one <dir>/<table>.<block>.npy per block of its optimizer's
+// state (TableInfo::state_blocks(): rows, or rows x width; Adagrad's <table>.accumulator.npy,
+// Ftrl's <table>.ftrl_z.npy and <table>.ftrl_n.npy). Every
 // file name is checked first, against the others too: ConfigError, nothing written. `ckpt` must
 // be read_checkpoint's of `layout` (Error otherwise).
 void export_checkpoint_npy(const std::filesystem::path& dir, const ParamLayout& layout, const CheckpointData& ckpt);

@@ -31,7 +31,10 @@
 // or a read now), adds mean(g*g) over the row, steps by scale * g / (sqrt(acc) + eps), and adds
 // both the step and mean(g*g) to the servers' copy in one accumulate. Two workers that update
 // one row at once each add their own g*g exactly; each steps with an accumulator that lacks the
-// other's (stale by the updates in flight, as the row itself is).
+// other's (stale by the updates in flight, as the row itself is). FTRL-Proximal (RowOptimizer::
+// Ftrl) keeps z and n per coordinate beside the row and works the same way: push_rows takes the
+// row's w, z and n as this worker last read them, computes the new ones, and adds the three
+// changes in one accumulate (with one worker the stored w is FTRL's closed form exactly).
 //
 // Tables whose keys are the same (a wide weight and a deep embedding of one id) can share rows:
 // layout.add_table("deep", {..., .share_rows_with = "wide"}) stores row r of both side by side,
@@ -80,7 +83,7 @@ struct RowPush {
 
 // The row `key` is hashed into in a table of `rows` rows: mix64(key) mod rows (EmbeddingTable::row_of).
 std::uint64_t table_row(std::uint64_t key, std::uint64_t rows) noexcept;
-// Float `col` of row `row` as the servers start `table` (col == dim: Adagrad's accumulator), for code
+// Float `col` of row `row` as the servers start `table` (col >= dim: its optimizer's state), for code
 // that keeps a copy of a table itself (a baseline, a reader of exported rows).
 float table_initial_value(const TableInfo& table, std::uint64_t row, int col) noexcept;
 
@@ -110,8 +113,8 @@ class EmbeddingTable {
   // of other keys, another prefetch, or drain() drops it. One at a time per row group.
   void prefetch_rows(std::span<const std::uint64_t> keys);
   // grads[i*dim, (i+1)*dim) is the gradient of keys[i]'s row; the gradients of keys that share
-  // a row are summed first, then each row is updated once (Sgd: row += scale * g; Adagrad: see
-  // above, scale = -learning rate). A gradient holding NaN or Inf (or one that overflows when
+  // a row are summed first, then each row is updated once (Sgd: row += scale * g; Adagrad and
+  // Ftrl: see above, scale = -learning rate; Ftrl refuses scale > 0). A gradient holding NaN or Inf (or one that overflows when
   // scaled) sends nothing and counts in stats().nonfinite. Returns with the update in flight
   // (from its row group's own buffer: keys and grads are free at once), so that it flies during the
   // dense step; it lands before this worker's next pull_rows of those rows reads them and

@@ -26,7 +26,7 @@ struct Choice {
 std::span<const Choice<Mode>> choices(Mode);                      // async, sync, ssp
 std::span<const Choice<PullMethod>> choices(PullMethod);          // get_accumulate, get
 std::span<const Choice<ServerProgress>> choices(ServerProgress);  // auto, poll, wake
-std::span<const Choice<RowOptimizer>> choices(RowOptimizer);      // sgd, adagrad (a table's rows)
+std::span<const Choice<RowOptimizer>> choices(RowOptimizer);      // sgd, adagrad, ftrl (a table's rows)
 
 template <class E>
 const char* name_of(E value) {

@@ -34,6 +34,18 @@ enum class RowOptimizer {
   Sgd,      // row += scale * g
   Adagrad,  // acc += mean(g*g); row += scale * g / (sqrt(acc) + eps): one accumulator per row, kept
             // beside the row in the servers' window (see asyncps/embedding_table.h)
+  Ftrl,     // FTRL-Proximal (McMahan et al., KDD 2013), per coordinate, learning rate -scale: z and n
+            // (dim each) kept beside the row; ftrl_l1 > 0 makes weights exactly 0
+};
+
+// A block of the floats a table's RowOptimizer keeps beside each row: `width` floats per row,
+// named as its export file is (<table>.<name>.npy: shape (rows, dim) for a block of one float per
+// coordinate, else (rows,) or (rows, width)). Adagrad: {"accumulator", 1}; Ftrl: {"ftrl_z", dim,
+// per coordinate}, {"ftrl_n", dim, per coordinate}; Sgd: none.
+struct RowStateBlock {
+  std::string name;
+  int width = 0;
+  bool per_coordinate = false;  // one float per coordinate of the row (width == dim)
 };
 
 // What add_table() takes.
@@ -46,6 +58,12 @@ struct TableSpec {
   float init_scale = 0.01f;
   std::uint64_t seed = 0;
   float initial_accumulator = 0.1f;  // Adagrad: every row's accumulator to start with (> 0)
+  // Ftrl: the L1 and L2 strengths (>= 0) and beta (> 0) of w = -(z - sign(z) l1) /
+  // ((beta + sqrt(n)) / alpha + l2). A field of another optimizer, set away from its default, is
+  // refused (it would do nothing).
+  float ftrl_l1 = 0.f;
+  float ftrl_l2 = 0.f;
+  float ftrl_beta = 1.f;
   // The name of an earlier table with the same rows, whose keys this table shares (a wide
   // weight and a deep embedding of one id): row r of both is stored side by side on one server,
   // so that an EmbeddingGroup moves the rows of all of them in one operation per run. Empty: the
@@ -56,8 +74,11 @@ struct TableSpec {
 struct TableInfo {
   std::string name;
   TableSpec spec;
-  // Floats per row of this table: the row, then its Adagrad accumulator.
-  int stride() const noexcept { return spec.dim + (spec.optimizer == RowOptimizer::Adagrad ? 1 : 0); }
+  // Floats per row of this table: the row's dim values, then what its optimizer keeps beside it
+  // (state_blocks(), state_width() floats in all).
+  int stride() const noexcept;
+  std::vector<RowStateBlock> state_blocks() const;
+  int state_width() const noexcept;
   // Its row group (TableSpec::share_rows_with): the index of the group's first table, this
   // table's first float within a group row, and the floats of a group row (the strides of all
   // the group's tables, in the order added). A table stored alone is a group of its own.
@@ -87,8 +108,9 @@ class ParamLayout {
 
   // Declares an embedding table. Throws ConfigError for a name that is not a valid tensor name
   // or is already a tensor's or a table's, rows outside [1, limits::kMaxTableRows], dim outside
-  // [1, limits::kMaxTableDim], init_scale not finite or negative, an Adagrad
-  // initial_accumulator not finite and positive, a share_rows_with that names no earlier table
+  // [1, limits::kMaxTableDim], init_scale not finite or negative, an optimizer's field out of
+  // its range (Adagrad's initial_accumulator not finite and positive, Ftrl's ftrl_l1 or ftrl_l2
+  // negative, ftrl_beta not positive) or set for another optimizer, a share_rows_with that names no earlier table
   // or one of other rows, or more than limits::kMaxTables tables.
   void add_table(const std::string& name, const TableSpec& spec);
   const std::vector<TableInfo>& tables() const noexcept { return tables_; }

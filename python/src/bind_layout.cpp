@@ -78,7 +78,20 @@ void bind_layout(py::module_& m) {
       .def_property_readonly("initial_accumulator", [](const asyncps::TableInfo& t) { return t.spec.initial_accumulator; })
       .def_property_readonly("share_rows_with", [](const asyncps::TableInfo& t) { return t.spec.share_rows_with; },
                              "the earlier table whose rows this one's are stored beside ('' if stored alone)")
-      .def_property_readonly("stride", &asyncps::TableInfo::stride, "floats per row on the servers (the row, then Adagrad's accumulator)")
+      .def_property_readonly("ftrl_l1", [](const asyncps::TableInfo& t) { return t.spec.ftrl_l1; })
+      .def_property_readonly("ftrl_l2", [](const asyncps::TableInfo& t) { return t.spec.ftrl_l2; })
+      .def_property_readonly("ftrl_beta", [](const asyncps::TableInfo& t) { return t.spec.ftrl_beta; })
+      .def_property_readonly("stride", &asyncps::TableInfo::stride,
+                             "floats per row on the servers (the row, then what its optimizer keeps beside it)")
+      .def_property_readonly(
+          "state_blocks",
+          [](const asyncps::TableInfo& t) {
+            py::list out;
+            for (const auto& b : t.state_blocks()) out.append(py::make_tuple(b.name, b.width));
+            return out;
+          },
+          "what the optimizer keeps beside each row, as (name, floats per row) pairs: adagrad [('accumulator', 1)], "
+          "ftrl [('ftrl_z', dim), ('ftrl_n', dim)], sgd []")
       .def("__repr__", [](const asyncps::TableInfo& t) {
         return "TableInfo(" + t.name + ", rows=" + std::to_string(t.spec.rows) + ", dim=" + std::to_string(t.spec.dim) +
                ", optimizer=" + asyncps::name_of(t.spec.optimizer) + ")";
@@ -101,7 +114,8 @@ void bind_layout(py::module_& m) {
       .def(
           "add_table",
           [](asyncps::ParamLayout& l, py::handle name, py::handle rows, py::handle dim, py::handle optimizer,
-             py::handle init_scale, py::handle seed, py::handle initial_accumulator, py::handle share_rows_with) {
+             py::handle init_scale, py::handle seed, py::handle initial_accumulator, py::handle ftrl_l1, py::handle ftrl_l2,
+             py::handle ftrl_beta, py::handle share_rows_with) {
             constexpr const char* call = "Layout.add_table";
             const std::string n = str_arg(name, call, "name");
             asyncps::TableSpec spec;
@@ -115,16 +129,23 @@ void bind_layout(py::module_& m) {
             spec.init_scale = float32_arg(init_scale, call, "init_scale");
             const std::int64_t sd = int64_arg(seed, call, "seed");
             spec.seed = static_cast<std::uint64_t>(sd);  // (any 64 bits: -1 is 2**64 - 1)
-            spec.initial_accumulator = float32_arg(initial_accumulator, call, "initial_accumulator");
+            if (!initial_accumulator.is_none())  // (None: the default, which every optimizer takes)
+              spec.initial_accumulator = float32_arg(initial_accumulator, call, "initial_accumulator");
+            if (!ftrl_l1.is_none()) spec.ftrl_l1 = float32_arg(ftrl_l1, call, "ftrl_l1");
+            if (!ftrl_l2.is_none()) spec.ftrl_l2 = float32_arg(ftrl_l2, call, "ftrl_l2");
+            if (!ftrl_beta.is_none()) spec.ftrl_beta = float32_arg(ftrl_beta, call, "ftrl_beta");
             if (!share_rows_with.is_none()) spec.share_rows_with = str_arg(share_rows_with, call, "share_rows_with");
             l.add_table(n, spec);
           },
           py::arg("name"), py::arg("rows"), py::arg("dim"), py::kw_only(), py::arg("optimizer") = "sgd",
-          py::arg("init_scale") = 0.01, py::arg("seed") = 0, py::arg("initial_accumulator") = 0.1,
+          py::arg("init_scale") = 0.01, py::arg("seed") = 0, py::arg("initial_accumulator") = py::none(),
+          py::arg("ftrl_l1") = py::none(), py::arg("ftrl_l2") = py::none(), py::arg("ftrl_beta") = py::none(),
           py::arg("share_rows_with") = py::none(),
           "Adds an embedding table of rows x dim float32, sharded across the servers by row and read and updated a "
           "few rows at a time (asyncps.EmbeddingTable); it is not part of the arena (size). optimizer: 'sgd' or "
-          "'adagrad' (one accumulator per row on the servers, initial_accumulator to start with). Rows start uniform "
+          "'adagrad' (one accumulator per row on the servers, initial_accumulator to start with; default 0.1) or 'ftrl' "
+          "(FTRL-Proximal per coordinate, z and n beside the row; ftrl_l1, ftrl_l2 >= 0, default 0; ftrl_beta > 0, "
+          "default 1; learning rate -scale). A field of another optimizer is refused. Rows start uniform "
           "in [-init_scale, init_scale], a function of seed, the name, row and column. share_rows_with: the name of an "
           "earlier table with the same rows whose keys this one shares; row r of both is stored side by side, so that "
           "an asyncps.EmbeddingGroup moves them in one operation per run. ConfigError for an invalid or repeated name, "
@@ -177,7 +198,28 @@ void bind_layout(py::module_& m) {
           py::dict one;
           py::array_t<float> values = to_numpy(t.values);
           one["values"] = values.reshape({static_cast<py::ssize_t>(t.rows), static_cast<py::ssize_t>(t.dim)});
-          one["accumulators"] = t.accumulators.empty() ? py::object(py::none()) : py::object(to_numpy(t.accumulators));
+          // what the optimizer keeps per row: (rows,) for one float a row, else (rows, width); and by block
+          const asyncps::TableInfo& info = layout.table(t.name);
+          const auto width = static_cast<py::ssize_t>(info.state_width()), rows = static_cast<py::ssize_t>(t.rows);
+          py::dict state;
+          if (t.accumulators.empty()) {
+            one["accumulators"] = py::none();
+          } else {
+            py::array_t<float> all = to_numpy(t.accumulators);
+            one["accumulators"] = width == 1 ? py::object(all) : py::object(all.reshape({rows, width}));
+            py::ssize_t at = 0;
+            for (const auto& b : info.state_blocks()) {
+              std::vector<float> block(static_cast<std::size_t>(rows * b.width));
+              for (py::ssize_t r = 0; r < rows; ++r)
+                std::copy_n(t.accumulators.begin() + r * width + at, b.width, block.begin() + r * b.width);
+              py::array_t<float> a = to_numpy(block);
+              state[py::str(b.name)] = b.width == 1 && !b.per_coordinate
+                                           ? py::object(a)
+                                           : py::object(a.reshape({rows, static_cast<py::ssize_t>(b.width)}));
+              at += b.width;
+            }
+          }
+          one["state"] = state;
           tables[py::str(t.name)] = one;
         }
         d["tables"] = tables;
@@ -185,7 +227,9 @@ void bind_layout(py::module_& m) {
       },
       py::arg("index"), py::arg("layout"),
       "Reads and verifies a whole checkpoint: {'global_step', 'num_servers', 'params', 'shadow' (or None), "
-      "'tables': {name: {'values': (rows, dim) array, 'accumulators': (rows,) array for Adagrad, else None}}}. "
+      "'tables': {name: {'values': (rows, dim) array, 'accumulators': what the optimizer keeps per row ((rows,) for "
+      "adagrad, (rows, 2 dim) for ftrl: z then n; None for sgd), 'state': the same by block name ({'accumulator': ...}, "
+      "{'ftrl_z': ..., 'ftrl_n': ...})}}}. "
       "CheckpointError names the file and the problem.");
   m.def(
       "list_checkpoints",
@@ -221,7 +265,8 @@ void bind_layout(py::module_& m) {
       },
       py::arg("dir"), py::arg("layout"), py::arg("index"),
       "Reads the checkpoint `index` (read_checkpoint's checks) and writes each tensor as <dir>/<name>.npy and each "
-      "embedding table as <dir>/<table>.npy (rows, dim), with <dir>/<table>.accumulator.npy for Adagrad.");
+      "embedding table as <dir>/<table>.npy (rows, dim), with one <dir>/<table>.<block>.npy per block of its "
+      "optimizer's state (adagrad: accumulator; ftrl: ftrl_z and ftrl_n).");
 }
 
 }  // namespace asyncps_python

@@ -2,9 +2,10 @@
 // every worker; a push returns in flight with the caller's buffer free, and the worker's next
 // pull reads it exactly; concurrent row pushes from 2 workers (duplicate keys within a batch, keys that
 // share a row, rows on both servers, runs cut at the servers' boundary) sum exactly; a
-// non-finite gradient sends nothing; row-wise Adagrad does what its formula says; and the calls
+// non-finite gradient sends nothing; row-wise Adagrad and FTRL-Proximal do what their formulas say
+// (FTRL's L1 keeping weights exactly 0); and the calls
 // refuse bad sizes, scales and calls after drain() with one message; a job's tables (rows and
-// Adagrad accumulators) are in its checkpoint and restore on another number of servers; rows
+// Adagrad accumulators, FTRL's z and n) are in its checkpoint and restore on another number of servers; rows
 // pushed without a dense step are saved every save_secs (each save of the step replacing the one
 // before, its shards removed, a restored run's files never written over) and not re-saved while
 // they do not move. (np4: 2 servers + 2 workers, also over osc pt2pt; np3: 1 server + 2 workers.)
@@ -41,6 +42,8 @@ ParamLayout table_layout() {
   l.add_table("sum", {.rows = kRows, .dim = kDim, .init_scale = 0.f});  // starts at 0: sums are exact
   l.add_table("ada", {.rows = 97, .dim = 3, .optimizer = RowOptimizer::Adagrad, .init_scale = 0.5f, .seed = 7,
                       .initial_accumulator = 0.25f});
+  l.add_table("ftrl", {.rows = 83, .dim = 2, .optimizer = RowOptimizer::Ftrl, .init_scale = 0.3f, .seed = 5,
+                       .ftrl_l1 = 0.05f, .ftrl_l2 = 0.01f, .ftrl_beta = 1.f});
   return l;
 }
 
@@ -251,6 +254,69 @@ TEST_CASE("row-wise Adagrad follows its formula on one worker's rows", "[mpi][em
   }
 }
 
+// FTRL-Proximal (McMahan et al. 2013, Algorithm 1) on one coordinate, alpha = -scale: the
+// reference the table's rows must follow.
+struct FtrlRef {
+  double w = 0, z = 0, n = 0;
+  void step(double g, double alpha, double l1, double l2, double beta) {
+    const double n1 = n + g * g, sigma = (std::sqrt(n1) - std::sqrt(n)) / alpha;
+    z += g - sigma * w;
+    n = n1;
+    w = std::abs(z) <= l1 ? 0.0 : -(z - std::copysign(l1, z)) / ((beta + std::sqrt(n)) / alpha + l2);
+  }
+};
+
+TEST_CASE("FTRL-Proximal rows follow its formula on one worker's rows, L1 keeping weights exactly 0",
+          "[mpi][embedding]") {
+  const int servers = std::getenv("ASYNCPS_TEST_SERVERS") ? std::atoi(std::getenv("ASYNCPS_TEST_SERVERS")) : 2;
+  Session session(MPI_COMM_WORLD, table_layout(), {.num_servers = servers});
+  const Roles& roles = session.roles();
+  if (roles.is_server()) {
+    ParameterServer ps(session, std::vector<float>{0.f});
+    ps.serve();
+    return;
+  }
+  WorkerClient w(session);
+  EmbeddingTable ftrl(w, "ftrl");
+  REQUIRE(ftrl.optimizer() == RowOptimizer::Ftrl);
+  const std::vector<std::uint64_t> keys = {21, 22, 21};  // a duplicate: its gradients add
+  std::vector<float> row(keys.size() * 2), grad(keys.size() * 2);
+  CHECK_THROWS_WITH(ftrl.push_rows(keys, grad, 0.1f), Catch::Contains("table 'ftrl': FTRL's learning rate is -scale"));
+  if (roles.worker_index() == 0) {  // the only writer: the formula holds exactly
+    ftrl.pull_rows(keys, row);
+    const bool share = ftrl.row_of(21) == ftrl.row_of(22);
+    FtrlRef ref[2][2];  // [row of key 21, 22][column]: w as the table starts, z = n = 0
+    for (int r = 0; r < 2; ++r)
+      for (int c = 0; c < 2; ++c) ref[r][c].w = row[static_cast<std::size_t>(r * 2 + c)];
+    const float lr = 0.1f;
+    for (int step = 0; step < 6; ++step) {
+      // column 0: large gradients (its weight moves); column 1: tiny ones, |z| stays under l1 = 0.05
+      for (std::size_t i = 0; i < keys.size(); ++i) {
+        grad[i * 2] = static_cast<float>(0.5 - 0.3 * step + 0.1 * static_cast<double>(i));
+        grad[i * 2 + 1] = 0.002f;
+      }
+      if (step == 3) ftrl.pull_rows(keys, row);  // a pull between pushes; otherwise w, z, n are the push's own
+      REQUIRE(ftrl.push_rows(keys, grad, -lr).applied);
+      for (int r = 0; r < 2; ++r)
+        for (int c = 0; c < 2; ++c) {
+          const auto col = static_cast<std::size_t>(c);
+          const double g = r == 0 ? grad[col] + grad[4 + col] : grad[2 + col];
+          ref[r][c].step(g, lr, 0.05, 0.01, 1.0);
+        }
+    }
+    ftrl.pull_rows(keys, row);
+    if (!share) {
+      for (int r = 0; r < 2; ++r) {
+        CHECK(ref[r][0].w != 0);
+        CHECK(row[static_cast<std::size_t>(r * 2)] == Approx(ref[r][0].w).epsilon(1e-4));
+        CHECK(ref[r][1].w == 0);
+        CHECK(row[static_cast<std::size_t>(r * 2 + 1)] == 0.f);  // exactly: L1 made it 0
+      }
+    }
+    CHECK(row[0] == row[4]);  // the duplicate reads the same row
+  }
+}
+
 namespace {
 // One job of the checkpoint test: `servers` servers, the checkpoint directory `dir` (its final
 // save at the end). `work` runs on worker 0 (world rank `servers`) between the tables' creation
@@ -297,8 +363,13 @@ TEST_CASE("tables survive a checkpoint: rows and Adagrad accumulators restore on
   REQUIRE(dir[0] != '\0');
   const std::vector<std::uint64_t> keys = {5, 77, 123456, 999, 3, 4242};  // rows on every server
   const std::size_t n_sum = keys.size() * kDim, n_ada = keys.size() * 3;
-  std::vector<float> sum_before(n_sum), ada_before(n_ada);
-  table_job(first, dir, [&](WorkerClient&, EmbeddingTable& sum, EmbeddingTable& ada) {
+  std::vector<float> sum_before(n_sum), ada_before(n_ada), ftrl_before(keys.size() * 2);
+  table_job(first, dir, [&](WorkerClient& w, EmbeddingTable& sum, EmbeddingTable& ada) {
+    EmbeddingTable ftrl(w, "ftrl");
+    std::vector<float> gf(keys.size() * 2);
+    for (std::size_t i = 0; i < gf.size(); ++i) gf[i] = 0.3f * static_cast<float>(i % 3) - 0.25f;
+    for (int p = 0; p < 3; ++p) ftrl.push_rows(keys, gf, -0.2f);
+    ftrl.pull_rows(keys, ftrl_before);
     std::vector<float> g(n_sum), ga(n_ada);
     for (std::size_t i = 0; i < g.size(); ++i) g[i] = static_cast<float>(i % 7) + 0.5f;
     for (std::size_t i = 0; i < ga.size(); ++i) ga[i] = 0.1f * static_cast<float>(i % 5) - 0.2f;
@@ -311,6 +382,7 @@ TEST_CASE("tables survive a checkpoint: rows and Adagrad accumulators restore on
   });
   MPI_Bcast(sum_before.data(), static_cast<int>(n_sum), MPI_FLOAT, first, MPI_COMM_WORLD);
   MPI_Bcast(ada_before.data(), static_cast<int>(n_ada), MPI_FLOAT, first, MPI_COMM_WORLD);
+  MPI_Bcast(ftrl_before.data(), static_cast<int>(ftrl_before.size()), MPI_FLOAT, first, MPI_COMM_WORLD);
   // every rank reads the final save: what it holds is what worker 0 pulled (CHECKs, not REQUIREs,
   // up to the second job: a rank that left the test case here would leave the others waiting)
   const auto saved = list_checkpoints(dir);
@@ -318,10 +390,12 @@ TEST_CASE("tables survive a checkpoint: rows and Adagrad accumulators restore on
   CheckpointData c;
   if (!saved.empty()) CHECK_NOTHROW(c = read_checkpoint(saved.front(), table_layout()));
   CHECK(c.num_servers == first);
-  const bool have = c.tables.size() == 2 && !c.tables[1].accumulators.empty();
+  const bool have = c.tables.size() == 3 && !c.tables[1].accumulators.empty() && c.tables[2].accumulators.size() == 83 * 4;
   CHECK(have);
   if (!have) {  // (what the second job's checks read: a failure above is reported, the job still runs)
-    c.tables.assign(2, TableData{});
+    c.tables.assign(3, TableData{});
+    c.tables[2].values.assign(83 * 2, 0.f);
+    c.tables[2].accumulators.assign(83 * 4, 0.f);
     c.tables[0].values.assign(kRows * kDim, 0.f);
     c.tables[1].values.assign(97 * 3, 0.f);
     c.tables[1].accumulators.assign(97, 0.f);
@@ -331,15 +405,26 @@ TEST_CASE("tables survive a checkpoint: rows and Adagrad accumulators restore on
     const std::uint64_t r_sum = table_row(keys[k], kRows), r_ada = table_row(keys[k], 97);
     for (int col = 0; col < kDim; ++col) same = same && c.tables[0].values[r_sum * kDim + col] == sum_before[k * kDim + col];
     for (int col = 0; col < 3; ++col) same = same && c.tables[1].values[r_ada * 3 + col] == ada_before[k * 3 + col];
+    const std::uint64_t r_ftrl = table_row(keys[k], 83);
+    for (int col = 0; col < 2; ++col) same = same && c.tables[2].values[r_ftrl * 2 + col] == ftrl_before[k * 2 + col];
   }
   CHECK(same);
   const std::uint64_t r5 = table_row(5, 97);
   CHECK(c.tables[1].accumulators[r5] > 0.25f);  // (3 pushes added g^2 to it)
+  const std::uint64_t f5 = table_row(5, 83);  // FTRL's z then n beside it: n = 3 g^2 per column
+  CHECK(c.tables[2].accumulators[f5 * 4 + 2] == Approx(3 * 0.25 * 0.25).epsilon(1e-5));
+  CHECK(c.tables[2].accumulators[f5 * 4 + 3] == Approx(3 * 0.05 * 0.05).epsilon(1e-5));
+  CHECK(c.tables[2].accumulators[f5 * 4] != 0.f);
 
   // the second job restores it on the other number of servers
-  std::vector<float> sum_after(n_sum), ada_after(n_ada), ada_stepped(3);
+  std::vector<float> sum_after(n_sum), ada_after(n_ada), ada_stepped(3), ftrl_after(keys.size() * 2), ftrl_stepped(2);
   bool restored = false;
-  table_job(second, dir, [&](WorkerClient&, EmbeddingTable& sum, EmbeddingTable& ada) {
+  table_job(second, dir, [&](WorkerClient& w, EmbeddingTable& sum, EmbeddingTable& ada) {
+    EmbeddingTable ftrl(w, "ftrl");
+    ftrl.pull_rows(keys, ftrl_after);
+    const std::vector<float> gf5 = {0.7f, -0.4f};
+    ftrl.push_rows(std::vector<std::uint64_t>{5}, gf5, -0.2f);  // uses the restored w, z and n
+    ftrl.pull_rows(std::vector<std::uint64_t>{5}, ftrl_stepped);
     sum.pull_rows(keys, sum_after);
     ada.pull_rows(keys, ada_after);
     const std::vector<std::uint64_t> k5 = {5};
@@ -351,6 +436,15 @@ TEST_CASE("tables survive a checkpoint: rows and Adagrad accumulators restore on
   MPI_Bcast(sum_after.data(), static_cast<int>(n_sum), MPI_FLOAT, worker0, MPI_COMM_WORLD);
   MPI_Bcast(ada_after.data(), static_cast<int>(n_ada), MPI_FLOAT, worker0, MPI_COMM_WORLD);
   MPI_Bcast(ada_stepped.data(), 3, MPI_FLOAT, worker0, MPI_COMM_WORLD);
+  MPI_Bcast(ftrl_after.data(), static_cast<int>(ftrl_after.size()), MPI_FLOAT, worker0, MPI_COMM_WORLD);
+  MPI_Bcast(ftrl_stepped.data(), 2, MPI_FLOAT, worker0, MPI_COMM_WORLD);
+  CHECK(ftrl_after == ftrl_before);
+  for (int col = 0; col < 2; ++col) {  // FTRL after the restore, from the saved w, z and n
+    FtrlRef r{c.tables[2].values[f5 * 2 + static_cast<std::uint64_t>(col)], c.tables[2].accumulators[f5 * 4 + static_cast<std::uint64_t>(col)],
+              c.tables[2].accumulators[f5 * 4 + 2 + static_cast<std::uint64_t>(col)]};
+    r.step(col == 0 ? 0.7 : -0.4, 0.2, 0.05, 0.01, 1.0);
+    CHECK(ftrl_stepped[static_cast<std::size_t>(col)] == Approx(r.w).epsilon(1e-4).margin(1e-7));
+  }
   if (rank < second) CHECK(restored);
   CHECK(sum_after == sum_before);
   CHECK(ada_after == ada_before);

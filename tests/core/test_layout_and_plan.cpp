@@ -126,6 +126,33 @@ TEST_CASE("tables: declared apart from the arena, refused when out of range, par
   CHECK_THROWS_WITH(l.add_table("z", {.rows = 5, .dim = 2, .init_scale = -1}), Catch::Contains("init_scale"));
   CHECK_THROWS_WITH(l.add_table("z", {.rows = 5, .dim = 2, .optimizer = RowOptimizer::Adagrad, .initial_accumulator = 0}),
                     Catch::Contains("initial_accumulator"));
+  // FTRL: z and n (dim each) beside the row; its fields in range, and only where they do something
+  ParamLayout ftrl;
+  ftrl.add("w", {10});
+  ftrl.add_table("emb", {.rows = 1000, .dim = 16, .optimizer = RowOptimizer::Ftrl});
+  CHECK(ftrl.table("emb").stride() == 48);
+  CHECK(ftrl.table("emb").state_width() == 32);
+  const auto blocks = ftrl.table("emb").state_blocks();
+  REQUIRE(blocks.size() == 2);
+  CHECK((blocks[0].name == "ftrl_z" && blocks[0].width == 16 && blocks[1].name == "ftrl_n" && blocks[1].width == 16));
+  CHECK(ftrl.hash() != ada.hash());
+  ParamLayout ftrl_l1;
+  ftrl_l1.add("w", {10});
+  ftrl_l1.add_table("emb", {.rows = 1000, .dim = 16, .optimizer = RowOptimizer::Ftrl, .ftrl_l1 = 0.5f});
+  CHECK(ftrl_l1.hash() != ftrl.hash());  // workers must agree on it
+  CHECK_THROWS_WITH(l.add_table("z", {.rows = 5, .dim = 2, .optimizer = RowOptimizer::Ftrl, .ftrl_l1 = -1}),
+                    Catch::Contains("table 'z': FTRL's ftrl_l1 must be finite and >= 0"));
+  CHECK_THROWS_WITH(l.add_table("z", {.rows = 5, .dim = 2, .optimizer = RowOptimizer::Ftrl, .ftrl_beta = 0}),
+                    Catch::Contains("ftrl_beta must be finite and > 0"));
+  CHECK_THROWS_WITH(l.add_table("z", {.rows = 5, .dim = 2, .optimizer = RowOptimizer::Ftrl, .initial_accumulator = 1}),
+                    Catch::Contains("initial_accumulator is Adagrad's"));
+  CHECK_THROWS_WITH(l.add_table("z", {.rows = 5, .dim = 2, .optimizer = RowOptimizer::Adagrad, .ftrl_l2 = 1}),
+                    Catch::Contains("are FTRL's: they do nothing here"));
+  CHECK_THROWS_WITH(l.add_table("z", {.rows = 5, .dim = 2, .ftrl_l1 = 1}), Catch::Contains("are FTRL's: they do nothing here"));
+  CHECK_THROWS_WITH(l.add_table("z", {.rows = 5, .dim = 2, .initial_accumulator = 1}),
+                    Catch::Contains("initial_accumulator is Adagrad's: it does nothing here"));
+  CHECK_THROWS_WITH(l.add_table("z", {.rows = 5, .dim = 2, .optimizer = static_cast<RowOptimizer>(7)}),
+                    Catch::Contains("unknown RowOptimizer"));
   CHECK_THROWS_WITH(l.add_table("a/b", {.rows = 5, .dim = 2}), Catch::Contains("table name"));
   CHECK_THROWS_WITH(l.table("nope"), Catch::Contains("no embedding table named"));
 }

@@ -85,7 +85,7 @@ refused(TypeError, lambda: L().add_table("t", 10, "2"), "dim must be an integer"
 refused(asyncps.ConfigError, lambda: L().add_table("t", 10, 0), "dim", "add_table(dim=0)")
 refused(asyncps.ConfigError, lambda: L().add_table("t", 10, 2**31), "does not fit a 32-bit", "add_table(dim=2**31)")
 refused(asyncps.ConfigError, lambda: L().add_table("t", 10, 70000), "dim", "add_table(dim=70000)")
-refused(asyncps.ConfigError, lambda: L().add_table("t", 10, 2, optimizer="adam"), "sgd or adagrad",
+refused(asyncps.ConfigError, lambda: L().add_table("t", 10, 2, optimizer="adam"), "sgd, adagrad or ftrl",
         "add_table(optimizer='adam')")
 refused(TypeError, lambda: L().add_table("t", 10, 2, optimizer=1), "optimizer must be a str", "add_table(optimizer=1)")
 refused(asyncps.ConfigError, lambda: L().add_table("t", 10, 2, init_scale=float("nan")), "init_scale",
@@ -101,6 +101,22 @@ refused(asyncps.ConfigError, lambda: L().add_table("t", 10, 2, optimizer="adagra
 refused(asyncps.ConfigError, lambda: L().add_table("t", 10, 2, optimizer="adagrad", initial_accumulator=float("inf")),
         "initial_accumulator", "add_table(initial_accumulator=inf)")
 refused(asyncps.ConfigError, lambda: L().add_table("a/b", 10, 2), "", "add_table(name='a/b')")
+# FTRL's keywords: in range, and refused where they would do nothing (as is Adagrad's initial_accumulator)
+refused(asyncps.ConfigError, lambda: L().add_table("t", 10, 2, optimizer="ftrl", ftrl_l1=-1.0), "ftrl_l1 must be",
+        "add_table(ftrl_l1=-1)")
+refused(asyncps.ConfigError, lambda: L().add_table("t", 10, 2, optimizer="ftrl", ftrl_beta=0.0), "ftrl_beta must be",
+        "add_table(ftrl_beta=0)")
+refused(asyncps.ConfigError, lambda: L().add_table("t", 10, 2, ftrl_l2=0.5), "they do nothing here",
+        "add_table(optimizer='sgd', ftrl_l2=0.5)")
+refused(asyncps.ConfigError, lambda: L().add_table("t", 10, 2, optimizer="ftrl", initial_accumulator=0.5),
+        "initial_accumulator is Adagrad's", "add_table(optimizer='ftrl', initial_accumulator=0.5)")
+refused(TypeError, lambda: L().add_table("t", 10, 2, optimizer="ftrl", ftrl_l1="x"), "ftrl_l1 must be a number",
+        "add_table(ftrl_l1='x')")
+_fl = L()
+_fl.add_table("f", 10, 3, optimizer="ftrl", ftrl_l1=0.5, ftrl_l2=0.25, ftrl_beta=2.0)
+_fi = _fl.table("f")
+check((_fi.optimizer, _fi.stride, _fi.state_blocks, _fi.ftrl_l1, _fi.ftrl_l2, _fi.ftrl_beta) ==
+      ("ftrl", 9, [("ftrl_z", 3), ("ftrl_n", 3)], 0.5, 0.25, 2.0), f"TableInfo of an ftrl table: {_fi!r}")
 refused(asyncps.ConfigError, lambda: layout.add_table("sums", 10, 2), "sums", "add_table(name repeated)")
 refused(asyncps.ConfigError, lambda: layout.add_table("w", 10, 2), "w", "add_table(name of a tensor)")
 refused(asyncps.ConfigError, lambda: layout.table("nope"), "nope", "table('nope')")

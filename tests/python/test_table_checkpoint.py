@@ -2,7 +2,7 @@
 checkpoint and come back.
   - job 1 (1 server, 2 workers) pushes rows into an SGD and an Adagrad table and ends: its final save holds
     the rows the worker pulled (asyncps.read_checkpoint's 'tables': values (rows, dim), Adagrad's
-    accumulators grown from their start);
+    accumulators grown from their start, an FTRL table's z and n by name in 'state');
   - asyncps.export_checkpoint_npy writes them as .npy files numpy.load reads back equal;
   - job 2 (2 servers, 1 worker: the rows re-sharded by row range) restores it: the worker pulls the same
     rows, and an Adagrad push uses the restored accumulator."""
@@ -31,6 +31,7 @@ def layout():
     lay.add("bias", (1,))
     lay.add_table("emb", 500, 4, init_scale=0.0)
     lay.add_table("ada", 97, 3, optimizer="adagrad", init_scale=0.5, seed=3, initial_accumulator=0.25)
+    lay.add_table("ftrl", 83, 2, optimizer="ftrl", init_scale=0.3, ftrl_l1=0.05, ftrl_beta=1.0)
     return lay
 
 
@@ -63,10 +64,13 @@ if RANK == 0:
 def first(w, emb, ada):
     g = (np.arange(len(KEYS) * 4, dtype=np.float32) % 7 + 0.5).reshape(len(KEYS), 4)
     ga = (np.arange(len(KEYS) * 3, dtype=np.float32) % 5 * 0.1 - 0.2).reshape(len(KEYS), 3)
+    ftrl = asyncps.EmbeddingTable(w, "ftrl")
+    gf = (np.arange(len(KEYS) * 2, dtype=np.float32) % 3 * 0.3 - 0.25).reshape(len(KEYS), 2)
     for _ in range(3):
         emb.push_rows(KEYS, g, 1.0)
         ada.push_rows(KEYS, ga, -0.05)
-    return {"emb": emb.pull_rows(KEYS), "ada": ada.pull_rows(KEYS), "rows": [emb.row_of(int(k)) for k in KEYS],
+        ftrl.push_rows(KEYS, gf, -0.2)
+    return {"ftrl": ftrl.pull_rows(KEYS), "ftrl_rows": [ftrl.row_of(int(k)) for k in KEYS], "gf": gf,"emb": emb.pull_rows(KEYS), "ada": ada.pull_rows(KEYS), "rows": [emb.row_of(int(k)) for k in KEYS],
             "ada_rows": [ada.row_of(int(k)) for k in KEYS]}
 
 
@@ -76,12 +80,20 @@ if got1 is not None and "emb" in got1:  # the worker that pushed checks the fina
     check(len(index) == 1, f"one checkpoint after job 1: {index}")
     c = asyncps.read_checkpoint(index[0], layout())
     t = c["tables"]
-    check(sorted(t) == ["ada", "emb"], f"tables in the checkpoint: {sorted(t)}")
+    check(sorted(t) == ["ada", "emb", "ftrl"], f"tables in the checkpoint: {sorted(t)}")
     check(t["emb"]["values"].shape == (500, 4) and t["emb"]["accumulators"] is None, "emb: (500, 4), no accumulators")
     check(t["ada"]["values"].shape == (97, 3) and t["ada"]["accumulators"].shape == (97,), "ada: (97, 3), (97,)")
     check(np.array_equal(t["emb"]["values"][got1["rows"]], got1["emb"]), "emb rows in the checkpoint = those pulled")
     check(np.array_equal(t["ada"]["values"][got1["ada_rows"]], got1["ada"]), "ada rows in the checkpoint = those pulled")
     check(bool(np.all(t["ada"]["accumulators"][got1["ada_rows"]] > 0.25)), "touched accumulators grew")
+    f = t["ftrl"]
+    check(f["accumulators"].shape == (83, 4) and sorted(f["state"]) == ["ftrl_n", "ftrl_z"] and
+          f["state"]["ftrl_z"].shape == (83, 2) and f["state"]["ftrl_n"].shape == (83, 2),
+          f"ftrl: z and n beside the rows: {f['accumulators'].shape}, {sorted(f['state'])}")
+    check(np.array_equal(f["values"][got1["ftrl_rows"]], got1["ftrl"]), "ftrl rows in the checkpoint = those pulled")
+    check(np.allclose(f["state"]["ftrl_n"][got1["ftrl_rows"]], 3 * got1["gf"] ** 2, rtol=1e-6),
+          "ftrl's n = the sum of g^2 of its 3 pushes")
+    check(np.array_equal(f["state"]["ftrl_z"], f["accumulators"][:, :2]), "'state' is 'accumulators' by block")
     untouched = sorted(set(range(97)) - set(got1["ada_rows"]))
     check(bool(np.all(t["ada"]["accumulators"][untouched] == 0.25)), "untouched accumulators at their start")
     out = os.path.join(CKPT, "export")
@@ -90,6 +102,8 @@ if got1 is not None and "emb" in got1:  # the worker that pushed checks the fina
     check(np.array_equal(np.load(os.path.join(out, "ada.accumulator.npy")), t["ada"]["accumulators"]),
           "ada.accumulator.npy = the accumulators")
     check(np.array_equal(np.load(os.path.join(out, "bias.npy")), c["params"][:1]), "bias.npy = the arena's bias")
+    for b in ("ftrl_z", "ftrl_n"):
+        check(np.array_equal(np.load(os.path.join(out, f"ftrl.{b}.npy")), f["state"][b]), f"ftrl.{b}.npy = its block")
     np.save(os.path.join(CKPT, "expected_emb.npy"), got1["emb"])
     np.save(os.path.join(CKPT, "expected_ada.npy"), got1["ada"])
     np.save(os.path.join(CKPT, "expected_acc5.npy"), t["ada"]["accumulators"][got1["ada_rows"][0]:got1["ada_rows"][0] + 1])

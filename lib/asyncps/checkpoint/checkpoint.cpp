@@ -2,6 +2,7 @@
 #include "asyncps/checkpoint.h"
 
 #include <algorithm>
+#include <list>
 #include <regex>
 #include <string>
 
@@ -36,7 +37,7 @@ CheckpointData read_checkpoint(const std::filesystem::path& index_file, const Pa
     d.rows = t.spec.rows;
     d.dim = t.spec.dim;
     d.values.assign(static_cast<std::size_t>(t.spec.rows) * static_cast<std::size_t>(t.spec.dim), 0.f);
-    if (t.spec.optimizer == RowOptimizer::Adagrad) d.accumulators.assign(static_cast<std::size_t>(t.spec.rows), 0.f);
+    d.accumulators.assign(static_cast<std::size_t>(t.spec.rows) * static_cast<std::size_t>(t.state_width()), 0.f);
     out.tables.push_back(std::move(d));
   }
   // (the index's shards tile its arena, which is this layout's: every copy below stays inside)
@@ -60,10 +61,11 @@ CheckpointData read_checkpoint(const std::filesystem::path& index_file, const Pa
       const auto dim = static_cast<std::size_t>(tables[t].spec.dim), pitch = static_cast<std::size_t>(plan.pitch(t));
       const float* src = s.rows.data() + part.offset;
       TableData& d = out.tables[t];
+      const auto width = static_cast<std::size_t>(tables[t].state_width());
       for (std::uint64_t i = 0; i < part.rows; ++i, src += pitch) {
         const auto row = static_cast<std::size_t>(part.first_row + i);
         std::copy_n(src, dim, d.values.begin() + static_cast<std::ptrdiff_t>(row * dim));
-        if (!d.accumulators.empty()) d.accumulators[row] = src[dim];
+        std::copy_n(src + dim, width, d.accumulators.begin() + static_cast<std::ptrdiff_t>(row * width));
       }
     }
   }
@@ -158,6 +160,7 @@ void export_npy(const std::filesystem::path& dir, const ParamLayout& layout, con
 
 void export_checkpoint_npy(const std::filesystem::path& dir, const ParamLayout& layout, const CheckpointData& ckpt) {
   std::vector<NpyFile> files = tensor_files(layout, ckpt.params);
+  std::list<std::vector<float>> state_copies;  // (the blocks' floats, alive until written; a list: never moved)
   const auto& tables = layout.tables();
   if (ckpt.tables.size() != tables.size())
     throw Error("export_checkpoint_npy: the checkpoint holds " + std::to_string(ckpt.tables.size()) + " tables, the layout " +
@@ -166,14 +169,24 @@ void export_checkpoint_npy(const std::filesystem::path& dir, const ParamLayout& 
     const TableInfo& info = tables[t];
     const TableData& d = ckpt.tables[t];
     const auto rows = static_cast<std::size_t>(info.spec.rows), dim = static_cast<std::size_t>(info.spec.dim);
-    const bool adagrad = info.spec.optimizer == RowOptimizer::Adagrad;
+    const auto width = static_cast<std::size_t>(info.state_width());
     if (d.name != info.name || d.rows != info.spec.rows || d.dim != info.spec.dim || d.values.size() != rows * dim ||
-        d.accumulators.size() != (adagrad ? rows : 0))
+        d.accumulators.size() != rows * width)
       throw Error("export_checkpoint_npy: table '" + info.name + "' of the checkpoint does not match the layout");
     files.push_back({info.name + ".npy", {static_cast<std::int64_t>(rows), static_cast<std::int64_t>(dim)}, d.values.data(),
                      d.values.size()});
-    if (adagrad)
-      files.push_back({info.name + ".accumulator.npy", {static_cast<std::int64_t>(rows)}, d.accumulators.data(), rows});
+    // each block of the optimizer's state (rows, or rows x its width), gathered from the rows' columns
+    std::size_t at = 0;
+    for (const RowStateBlock& b : info.state_blocks()) {
+      auto& block = state_copies.emplace_back(rows * static_cast<std::size_t>(b.width));
+      for (std::size_t r = 0; r < rows; ++r)
+        std::copy_n(d.accumulators.begin() + static_cast<std::ptrdiff_t>(r * width + at), b.width,
+                    block.begin() + static_cast<std::ptrdiff_t>(r * static_cast<std::size_t>(b.width)));
+      std::vector<std::int64_t> shape{static_cast<std::int64_t>(rows)};
+      if (b.width > 1 || b.per_coordinate) shape.push_back(b.width);
+      files.push_back({info.name + "." + b.name + ".npy", shape, block.data(), block.size()});
+      at += static_cast<std::size_t>(b.width);
+    }
   }
   write_npy_files(dir, files);
 }

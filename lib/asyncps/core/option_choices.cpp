@@ -1,6 +1,10 @@
 // defines: the name tables of asyncps/option_choices.h
 #include "asyncps/option_choices.h"
 
+#include <vector>
+
+#include "core/row_rule.h"
+
 namespace asyncps {
 
 std::span<const Choice<Mode>> choices(Mode) {
@@ -22,8 +26,13 @@ std::span<const Choice<ServerProgress>> choices(ServerProgress) {
   return kAll;
 }
 
+// (from the registered row rules: a rule added there is named here)
 std::span<const Choice<RowOptimizer>> choices(RowOptimizer) {
-  static constexpr Choice<RowOptimizer> kAll[] = {{"sgd", RowOptimizer::Sgd}, {"adagrad", RowOptimizer::Adagrad}};
+  static const std::vector<Choice<RowOptimizer>> kAll = [] {
+    std::vector<Choice<RowOptimizer>> all;
+    for (const detail::RowRule* r : detail::row_rules()) all.push_back({r->name(), r->id()});
+    return all;
+  }();
   static_assert(RowOptimizer{} == RowOptimizer::Sgd);
   return kAll;
 }

@@ -6,9 +6,17 @@
 
 #include "asyncps/error.h"
 #include "asyncps/limits.h"
+#include "core/row_rule.h"
 
 namespace asyncps {
 
+int TableInfo::stride() const noexcept { return spec.dim + state_width(); }
+std::vector<RowStateBlock> TableInfo::state_blocks() const { return detail::row_rule(spec.optimizer).state(spec.dim); }
+// (add_table refused an optimizer without a rule: a TableInfo of a layout has one)
+int TableInfo::state_width() const noexcept {
+  const detail::RowRule* rule = detail::find_row_rule(spec.optimizer);
+  return rule ? detail::state_width(*rule, spec.dim) : 0;
+}
 
 std::size_t ParamLayout::add(const std::string& name, const std::vector<std::int64_t>& shape) {
   if (const std::string problem = limits::tensor_name_problem(name); !problem.empty())
@@ -54,10 +62,10 @@ void ParamLayout::add_table(const std::string& name, const TableSpec& spec) {
                       "], got " + std::to_string(spec.dim));
   if (!std::isfinite(spec.init_scale) || spec.init_scale < 0)
     throw ConfigError(where + "table '" + name + "': init_scale must be finite and >= 0");
-  if (spec.optimizer != RowOptimizer::Sgd && spec.optimizer != RowOptimizer::Adagrad)
-    throw ConfigError(where + "table '" + name + "': unknown RowOptimizer");
-  if (spec.optimizer == RowOptimizer::Adagrad && !(std::isfinite(spec.initial_accumulator) && spec.initial_accumulator > 0))
-    throw ConfigError(where + "table '" + name + "': Adagrad's initial_accumulator must be finite and > 0");
+  const detail::RowRule* rule = detail::find_row_rule(spec.optimizer);
+  if (!rule) throw ConfigError(where + "table '" + name + "': unknown RowOptimizer");
+  if (const std::string problem = rule->spec_problem(spec); !problem.empty())
+    throw ConfigError(where + "table '" + name + "': " + problem);
   TableInfo info{name, spec};
   info.group = tables_.size();
   info.group_stride = info.stride();
@@ -73,7 +81,7 @@ void ParamLayout::add_table(const std::string& name, const TableSpec& spec) {
                         spec.share_rows_with + "', whose rows it shares, has " + std::to_string(tables_[with].spec.rows));
     info.group = tables_[with].group;
     info.group_offset = tables_[info.group].group_stride;
-    const int pitch = info.group_offset + info.stride();  // (<= kMaxTables x (kMaxTableDim + 1): an int)
+    const int pitch = info.group_offset + info.stride();  // (<= kMaxTables x 3 kMaxTableDim: an int)
     for (auto& t : tables_)
       if (t.group == info.group) t.group_stride = pitch;
     info.group_stride = pitch;
@@ -144,6 +152,10 @@ std::uint64_t ParamLayout::hash() const noexcept {
     mix_u64(bits);
     std::memcpy(&bits, &t.spec.initial_accumulator, 4);
     mix_u64(bits);
+    for (float f : detail::row_rule(t.spec.optimizer).hashed_fields(t.spec)) {  // (none: hashed as before)
+      std::memcpy(&bits, &f, 4);
+      mix_u64(bits);
+    }
     if (!t.spec.share_rows_with.empty()) {  // (a table stored alone hashes as it always has)
       const unsigned char with = 0x26;  // '&'
       mix(&with, 1);

@@ -1,6 +1,8 @@
 // defines: initial_row_value, init_server_rows
 #include "core/rows.h"
 
+#include "core/row_rule.h"
+
 namespace asyncps::detail {
 
 namespace {
@@ -12,7 +14,7 @@ std::uint64_t name_hash(const std::string& name) noexcept {
 }  // namespace
 
 float initial_row_value(const TableInfo& table, std::uint64_t row, int col) noexcept {
-  if (col >= table.spec.dim) return table.spec.initial_accumulator;
+  if (col >= table.spec.dim) return row_rule(table.spec.optimizer).initial_state(table.spec, col - table.spec.dim);
   const std::uint64_t x = mix64(table.spec.seed ^ mix64(name_hash(table.name) ^ mix64(row * 65537u + static_cast<std::uint64_t>(col))));
   const double u = static_cast<double>(x >> 11) * 0x1.0p-53;  // [0, 1)
   return static_cast<float>(table.spec.init_scale * (2 * u - 1));

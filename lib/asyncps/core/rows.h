@@ -24,7 +24,7 @@ constexpr std::uint64_t mix64(std::uint64_t x) noexcept {
 // The row a key is hashed into: mix64(key) mod rows.
 constexpr std::uint64_t row_of_key(std::uint64_t key, std::uint64_t rows) noexcept { return mix64(key) % rows; }
 
-// Row `row`'s float `col` (col == dim: the Adagrad accumulator) as the table starts.
+// Row `row`'s float `col` as the table starts (col >= dim: what its optimizer keeps beside the row).
 float initial_row_value(const TableInfo& table, std::uint64_t row, int col) noexcept;
 
 // Fills server `server`'s row window (RowPlan::server_floats floats) with every table's first values.

@@ -11,6 +11,7 @@
 #include "asyncps/error.h"
 #include "asyncps/stall_watch.h"
 #include "core/check.h"
+#include "core/row_rule.h"
 #include "core/rows.h"
 #include "worker/worker_transport.h"
 
@@ -24,19 +25,22 @@ struct RowMove;
 using detail::RowMove;
 constexpr std::size_t kNotCached = ~std::size_t{0};
 
-// A worker's state for one table: what is its own (its Adagrad accumulators as last read, its
-// counters); the buffers of a move are its row group's.
+// A worker's state for one table: what is its own (what its row rule reads of its rows as last
+// seen, its counters); the buffers of a move are its row group's.
 struct detail::TableState {
   std::size_t index = 0;       // in layout().tables()
   const TableInfo* info = nullptr;
+  const detail::RowRule* rule = nullptr;
+  std::size_t seen_first = 0, seen_count = 0;  // the floats of a stored row its rule reads
   detail::RowGroupState* group = nullptr;
   float eps = 1e-8f;
   TableStats stats;
-  // Adagrad: the accumulators of this table's rows as its last pull read them (rows sorted)
-  std::vector<std::uint64_t> acc_rows;
-  std::vector<float> acc;
-  std::vector<float> fresh;          // a push's accumulators, per distinct row
-  std::vector<std::size_t> cached;   // fresh[u]'s place in acc, or kNotCached
+  // what the rule reads of this table's rows (seen_count floats each) as its last pull read them
+  // (rows sorted), kept up to date with this worker's own pushes since
+  std::vector<std::uint64_t> seen_rows;
+  std::vector<float> seen;
+  std::vector<float> fresh;          // a push's: seen_count floats per distinct row
+  std::vector<std::size_t> cached;   // row u's place in seen_rows, or kNotCached
 };
 
 // Tells server 0 that this worker pushed rows (ControlBlock's "rows moved"), so that a periodic
@@ -139,6 +143,9 @@ class TableLayer final : public detail::WorkerLayer {
     tables_[index] = std::make_unique<detail::TableState>();
     tables_[index]->index = index;
     tables_[index]->info = &info;
+    tables_[index]->rule = &detail::row_rule(info.spec.optimizer);
+    tables_[index]->seen_first = static_cast<std::size_t>(tables_[index]->rule->seen_first(info.spec.dim));
+    tables_[index]->seen_count = static_cast<std::size_t>(tables_[index]->rule->seen_count(info.spec.dim));
     tables_[index]->group = groups_[info.group].get();
     return *tables_[index];
   }
@@ -224,6 +231,12 @@ void check_keys(std::size_t keys, std::size_t floats, int dim, const std::string
                       " floats (keys x dim " + std::to_string(dim) + "), got " + std::to_string(floats));
 }
 void check_key_count(std::size_t keys, const std::string& call) { check_keys(keys, keys, 1, call); }
+// A scale a member's row rule cannot use (FTRL's learning rate is -scale).
+void check_rule_scale(std::span<detail::TableState* const> members, float scale, const char* call) {
+  for (const detail::TableState* st : members)
+    if (const std::string problem = st->rule->scale_problem(scale); !problem.empty())
+      throw ConfigError(std::string(call) + ": table '" + st->info->name + "': " + problem + ", got " + std::to_string(scale));
+}
 // A group call's buffers: one per table, each keys x that table's dim floats.
 template <class Buffer>
 void check_buffers(std::span<detail::TableState* const> members, std::size_t keys, std::span<const Buffer> given,
@@ -299,12 +312,13 @@ void pull_group(detail::WorkerTransport& t, std::span<detail::TableState* const>
   for (std::size_t m = 0; m < members.size(); ++m) {
     detail::TableState& st = *members[m];
     const auto dim = static_cast<std::size_t>(st.info->spec.dim), at = static_cast<std::size_t>(st.info->group_offset);
-    // out[i] = its row (the accumulator stays behind)
+    // out[i] = its row (what its rule keeps beside it stays behind)
     for (std::size_t i = 0; i < keys.size(); ++i) std::copy_n(mv->buf.data() + mv->pos[mv->slot[i]] + at, dim, out[m].data() + i * dim);
-    if (st.info->spec.optimizer == RowOptimizer::Adagrad) {
-      st.acc_rows = mv->rows;
-      st.acc.resize(mv->rows.size());
-      for (std::size_t u = 0; u < mv->rows.size(); ++u) st.acc[u] = mv->buf[mv->pos[u] + at + dim];
+    if (const std::size_t n = st.seen_count) {  // what the rule reads, for the next push
+      st.seen_rows = mv->rows;
+      st.seen.resize(mv->rows.size() * n);
+      for (std::size_t u = 0; u < mv->rows.size(); ++u)
+        std::copy_n(mv->buf.data() + mv->pos[u] + at + st.seen_first, n, st.seen.data() + u * n);
     }
     ++st.stats.pulls;
     st.stats.keys_pulled += keys.size();
@@ -349,48 +363,46 @@ RowPush push_group(detail::WorkerTransport& t, std::span<detail::TableState* con
       const float* gi = grads[m].data() + static_cast<std::size_t>(i) * d;
       for (std::size_t c = 0; c < d; ++c) dst[c] += gi[c];
     }
-    if (st.info->spec.optimizer == RowOptimizer::Adagrad) {
-      // the accumulators: from this worker's last pull of the row, else read now
-      st.fresh.assign(mv.rows.size(), std::numeric_limits<float>::quiet_NaN());
+    // what the rule reads of each row: from this worker's last pull of it, else read now
+    const std::size_t n = st.seen_count;
+    if (n > 0) {
+      st.fresh.assign(mv.rows.size() * n, std::numeric_limits<float>::quiet_NaN());
       st.cached.assign(mv.rows.size(), kNotCached);
       RmaBatch reads = ch.batch();
       bool any = false;
       for (std::size_t u = 0; u < mv.rows.size(); ++u) {
-        const auto it = std::lower_bound(st.acc_rows.begin(), st.acc_rows.end(), mv.rows[u]);
-        if (it != st.acc_rows.end() && *it == mv.rows[u]) {
-          st.cached[u] = static_cast<std::size_t>(it - st.acc_rows.begin());
-          st.fresh[u] = st.acc[st.cached[u]];
+        const auto it = std::lower_bound(st.seen_rows.begin(), st.seen_rows.end(), mv.rows[u]);
+        if (it != st.seen_rows.end() && *it == mv.rows[u]) {
+          st.cached[u] = static_cast<std::size_t>(it - st.seen_rows.begin());
+          std::copy_n(st.seen.data() + st.cached[u] * n, n, st.fresh.data() + u * n);
           continue;
         }
         const int server = plan.server_of(st.index, mv.rows[u]);
-        ch.read_run(Table::Rows, server, static_cast<MPI_Aint>(plan.offset_of(st.index, server, mv.rows[u]) + d),
-                    &st.fresh[u], 1, reads);
+        ch.read_run(Table::Rows, server, static_cast<MPI_Aint>(plan.offset_of(st.index, server, mv.rows[u]) + st.seen_first),
+                    st.fresh.data() + u * n, n, reads);
         any = true;
       }
       if (any) ch.complete_local(reads);
-      // row u's columns = [scale * g / (sqrt(acc + mean(g^2)) + eps) ..., mean(g^2)]
-      for (std::size_t u = 0; u < mv.rows.size(); ++u) {
-        float* row = buf.data() + mv.pos[u] + at;
-        double g2 = 0;
-        for (std::size_t c = 0; c < d; ++c) g2 += static_cast<double>(row[c]) * row[c];
-        const double add = g2 / static_cast<double>(d);
-        const double denom = std::sqrt(static_cast<double>(st.fresh[u]) + add) + st.eps;
-        for (std::size_t c = 0; c < d; ++c) row[c] = static_cast<float>(scale * row[c] / denom);
-        row[d] = static_cast<float>(add);
-      }
-    } else {
-      for (std::size_t u = 0; u < mv.rows.size(); ++u)
-        for (float *row = buf.data() + mv.pos[u] + at, *end = row + d; row != end; ++row) *row *= scale;
     }
-    for (std::size_t u = 0; u < mv.rows.size(); ++u)  // (scale * g overflowed)
-      if (!detail::all_finite(buf.data() + mv.pos[u] + at, st.info->stride())) return refuse(m);
-  }
-  // (only now that the update will be sent:) a second push before a pull sees its own mean(g^2)
-  for (detail::TableState* st : members) {
-    if (st->info->spec.optimizer != RowOptimizer::Adagrad) continue;
-    const auto at = static_cast<std::size_t>(st->info->group_offset + st->info->spec.dim);
+    // row u's columns (stride floats) = what its rule adds for the summed gradient
+    const auto stride = static_cast<std::size_t>(st.info->stride());
     for (std::size_t u = 0; u < mv.rows.size(); ++u)
-      if (st->cached[u] != kNotCached) st->acc[st->cached[u]] += buf[mv.pos[u] + at];
+      st.rule->update({.row = {buf.data() + mv.pos[u] + at, stride},
+                       .seen = {st.fresh.data() + u * n, n},
+                       .scale = scale,
+                       .eps = st.eps},
+                      st.info->spec);
+    for (std::size_t u = 0; u < mv.rows.size(); ++u)  // (scale * g overflowed)
+      if (!detail::all_finite(buf.data() + mv.pos[u] + at, stride)) return refuse(m);
+  }
+  // (only now that the update will be sent:) a second push before a pull sees its own update
+  for (detail::TableState* st : members) {
+    const std::size_t n = st->seen_count;
+    if (n == 0) continue;
+    const auto at = static_cast<std::size_t>(st->info->group_offset) + st->seen_first;
+    for (std::size_t u = 0; u < mv.rows.size(); ++u)
+      if (st->cached[u] != kNotCached)
+        for (std::size_t k = 0; k < n; ++k) st->seen[st->cached[u] * n + k] += buf[mv.pos[u] + at + k];
   }
   // a prefetch in flight was issued before this push, so it cannot see it: its rows that this
   // push updates get the update added when it lands (both row lists are sorted)
@@ -479,8 +491,9 @@ RowPush EmbeddingTable::push_rows(std::span<const std::uint64_t> keys, std::span
   t.enter("EmbeddingTable::push_rows");
   check_keys(keys.size(), grads.size(), state_->info->spec.dim, "EmbeddingTable::push_rows");
   detail::WorkerTransport::check_scale(scale, "EmbeddingTable::push_rows");
-  t.check_updating("EmbeddingTable::push_rows");
   detail::TableState* const members[] = {state_};
+  check_rule_scale(members, scale, "EmbeddingTable::push_rows");
+  t.check_updating("EmbeddingTable::push_rows");
   const std::span<const float> gs[] = {grads};
   return push_group(t, members, keys, gs, scale, state_->stats);
 }
@@ -531,6 +544,7 @@ RowPush EmbeddingGroup::push_rows(std::span<const std::uint64_t> keys, std::span
   t.enter("EmbeddingGroup::push_rows");
   check_buffers(members_, keys.size(), grads, "EmbeddingGroup::push_rows");
   detail::WorkerTransport::check_scale(scale, "EmbeddingGroup::push_rows");
+  check_rule_scale(members_, scale, "EmbeddingGroup::push_rows");
   t.check_updating("EmbeddingGroup::push_rows");
   return push_group(t, members_, keys, grads, scale, stats_);
 }

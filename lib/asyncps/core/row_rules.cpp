@@ -1,0 +1,34 @@
+// defines: row_rules (the registration of every row rule), find_row_rule, row_rule, state_width
+#include "core/row_rule.h"
+
+#include "asyncps/error.h"
+
+namespace asyncps::detail {
+
+const RowRule& sgd_rule();
+const RowRule& adagrad_rule();
+const RowRule& ftrl_rule();
+
+std::span<const RowRule* const> row_rules() {
+  static const RowRule* const kAll[] = {&sgd_rule(), &adagrad_rule(), &ftrl_rule()};
+  return kAll;
+}
+
+const RowRule* find_row_rule(RowOptimizer id) noexcept {
+  for (const RowRule* r : row_rules())
+    if (r->id() == id) return r;
+  return nullptr;
+}
+
+const RowRule& row_rule(RowOptimizer id) {
+  if (const RowRule* r = find_row_rule(id)) return *r;
+  throw ConfigError("unknown RowOptimizer (" + std::to_string(static_cast<int>(id)) + ")");
+}
+
+int state_width(const RowRule& rule, int dim) {
+  int w = 0;
+  for (const auto& b : rule.state(dim)) w += b.width;
+  return w;
+}
+
+}  // namespace asyncps::detail
