@@ -64,12 +64,16 @@ inline std::string with_names(std::string_view library_message, NameMap names) {
   return m;
 }
 
-// The library's lines as "asyncps: ..." (warnings marked) in this program's flag names.
+// The library's lines as "asyncps: ..." (warnings marked) in this program's flag names, each
+// ending with the rank that says it, as the default sink's do.
 inline void install_log_sink(std::string (*rename)(std::string_view)) {
   asyncps::set_log_sink([rename](asyncps::LogLevel level, std::string_view text) {
     const std::string line = rename(text);
-    std::FILE* out = level == asyncps::LogLevel::Info ? stdout : stderr;
-    std::fprintf(out, "asyncps: %s%s\n", level == asyncps::LogLevel::Warning ? "warning: " : "", line.c_str());
+    const bool out_line = level == asyncps::LogLevel::Info || level == asyncps::LogLevel::Debug;
+    std::FILE* out = out_line ? stdout : stderr;
+    const std::string_view where = asyncps::log_origin();
+    std::fprintf(out, "asyncps: %s%s%.*s\n", level == asyncps::LogLevel::Warning ? "warning: " : "", line.c_str(),
+                 static_cast<int>(where.size()), where.data());
     std::fflush(out);
   });
 }

@@ -2,6 +2,7 @@
 #include "checkpoint/checkpointer.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <ctime>
@@ -342,8 +343,15 @@ std::uint64_t ServerCheckpointer::write_my_shard(std::int64_t step, std::int64_t
       tables ? std::span<const float>(win_.rows.data<float>(), session_.row_plan().server_floats(roles.rank))
              : std::span<const float>();
   sharded_.push_back(step);
-  return write_shard(session_.options().checkpoint.dir, h, session_.layout(), params, shadow, rows, final_save,
-                     generation);
+  const auto t0 = std::chrono::steady_clock::now();
+  auto written = write_shard(session_.options().checkpoint.dir, h, session_.layout(), params, shadow, rows, final_save,
+                             generation);
+  if (log_enabled(LogLevel::Debug))
+    log(LogLevel::Debug, "server " + std::to_string(roles.rank) + " wrote its shard of global step " + std::to_string(step) +
+                             (final_save ? " (final)" : "") + ": " + std::to_string((params.size() + shadow.size() + rows.size()) * 4) +
+                             " bytes of floats in " +
+                             std::to_string(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()) + " s");
+  return written;
 }
 
 void ServerCheckpointer::request_save(std::int64_t step) {

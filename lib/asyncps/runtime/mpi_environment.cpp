@@ -12,6 +12,7 @@
 #include "asyncps/error.h"
 #include "asyncps/log.h"
 #include "core/check.h"
+#include "core/log_origin.h"
 #include "runtime/process_manager.h"
 #include "transport/mpi_implementation.h"
 
@@ -22,6 +23,7 @@ MpiEnvironment::MpiEnvironment(int* argc, char*** argv) {
   MPI_Initialized(&initialized);
   if (initialized) {  // the host program owns MPI: use it as it is, never finalise it
     MPI_Query_thread(&provided_);
+    detail::set_log_origin();
     return;
   }
   // srun's tasks without PMI: one line and exit 1 now, on every task, before MPI_Init prints a
@@ -31,6 +33,7 @@ MpiEnvironment::MpiEnvironment(int* argc, char*** argv) {
   detail::mpi_implementation().prepare_environment();
   ASYNCPS_MPI_CHECK(MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided_));
   owns_ = true;
+  detail::set_log_origin();
   if (detail::mpi_implementation().finalize_may_hang_across_nodes()) {  // (collective, as MPI_Init is)
     int world = 0, node = 0;
     MPI_Comm local = MPI_COMM_NULL;
@@ -64,22 +67,11 @@ MpiEnvironment::~MpiEnvironment() {
 }
 
 void abort_job(const char* message, int exit_code) noexcept {
-  int initialized = 0, finalized = 0;
-  MPI_Initialized(&initialized);
-  MPI_Finalized(&finalized);
   try {  // (noexcept: a sink that throws, or no memory for the line, still ends the job)
-    if (initialized && !finalized) {
-      // which rank failed, and where: with many ranks on many hosts the line alone must say it
-      int rank = 0, size = 0, len = 0;
-      char host[MPI_MAX_PROCESSOR_NAME] = {};
-      MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-      MPI_Comm_size(MPI_COMM_WORLD, &size);
-      MPI_Get_processor_name(host, &len);
-      log(LogLevel::Error, std::string(message) + " [rank " + std::to_string(rank) + " of " + std::to_string(size) +
-                               " on " + host + "]");
-    } else {
-      log(LogLevel::Error, message);
-    }
+    // which rank failed, and where: with many ranks on many hosts the line alone must say it
+    // (the sinks end every line with log_origin(), " [rank R of N on HOST]")
+    detail::set_log_origin();
+    log(LogLevel::Error, message);
   } catch (...) {
     std::fprintf(stderr, "asyncps: %s\n", message);
   }

@@ -15,8 +15,10 @@
 #include "asyncps/cpu_kernels.h"
 #include "asyncps/error.h"
 #include "asyncps/log.h"
+#include "asyncps/option_choices.h"
 #include "asyncps/stall_watch.h"
 #include "core/check.h"
+#include "core/log_origin.h"
 #include "diagnostics/liveness.h"
 #include "runtime/progress_policy.h"
 #include "runtime/rank_agreement.h"
@@ -47,6 +49,7 @@ void agree_valid(MPI_Comm comm, const ParamLayout& layout, const Options& option
   try {
     validate(options);
     cpu_kernel_level();  // an unusable ASYNCPS_CPU_KERNELS is refused here, on the rank that has it
+    detail::check_log_level_environment();  // and an ASYNCPS_LOG_LEVEL that is no level
     if (layout.size() == 0) throw ConfigError("the parameter layout is empty: add at least one tensor");
     int rank = 0;
     MPI_Comm_rank(comm, &rank);
@@ -69,6 +72,7 @@ Session::Session(MPI_Comm comm, ParamLayout layout, Options options)
     throw ConfigError(std::string("Session: MPI is ") + (finalized ? "already finalised" : "not initialised") +
                       " (create an asyncps::MpiEnvironment first)");
   if (comm == MPI_COMM_NULL) throw ConfigError("Session: the communicator is MPI_COMM_NULL");
+  detail::set_log_origin();
   // A rank that never arrives (stopped, or stuck before it) ends the job instead of every
   // other rank waiting here forever. (The timeout as given: validated just below.)
   StallWatch watch(setup_watch_timeout(options_.stall_timeout), "the Session's start-up (collective over every rank)");
@@ -116,6 +120,13 @@ Session::Session(MPI_Comm comm, ParamLayout layout, Options options)
                                              : layout_.tables().empty() ? "this MPI's operations on one node wait for the servers"
                                                                         : "embedding tables' operations wait for the servers") +
                                  ")");
+    if (log_enabled(LogLevel::Debug))
+      log(LogLevel::Debug, "Session: " + role_name() + " of " + std::to_string(roles_.num_servers) + " server(s) and " +
+                               std::to_string(roles_.num_workers()) + " worker(s); " +
+                               (single_node_ ? "one node" : "several nodes") + ", " + std::to_string(node_ranks_) +
+                               " rank(s) on this one; " + detail::mpi_implementation().name +
+                               "; server progress " + name_of(server_progress()) + ", longest sleep " +
+                               std::to_string(server_poll_us()) + " us; cpu kernels " + cpu_kernel_level());
     detail::hold_termination_signal();  // (last: a constructor that throws holds nothing)
     holds_sigterm_ = true;
   } catch (...) {

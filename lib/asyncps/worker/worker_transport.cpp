@@ -6,6 +6,7 @@
 #include <thread>
 #include <utility>
 
+#include "asyncps/log.h"
 #include "asyncps/mpi_environment.h"
 #include "core/check.h"
 #include "core/vector_ops.h"
@@ -46,6 +47,11 @@ WorkerTransport::WorkerTransport(Session& session)
                           &rt_.liveness(), watched ? watch_timeout(options_.stall_timeout) : 0,
                           session.role_name() + " waiting in MPI_Win_flush for " + the_servers(session),
                           "an answer from " + the_servers(session));
+  if (log_enabled(LogLevel::Debug))
+    log(LogLevel::Debug, session.role_name() + ": operations complete by " + (by_request ? "request" : "flush") +
+                             "; a wait spins " + std::to_string(options_.wait_spin_us) + " us, then sleeps at most " +
+                             std::to_string(policy.worker_max_sleep_us) + " us" + (by_request ? " on the sockets" : "") +
+                             "; flushes " + (watched ? "watched by the stall timeout" : "not watched"));
 }
 
 void WorkerTransport::enter(const char* call) const {
