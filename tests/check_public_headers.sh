@@ -4,6 +4,9 @@
 # include the standard library, <mpi.h> and each other, but nothing from Eigen, CUDA/cuDNN/cuBLAS,
 # Boost, Catch2, or Open MPI's own headers (mpi-ext.h, ompi/…, opal/…, openmpi/…, mpi_portable_platform.h),
 # and no private header of lib/asyncps (every one is included by its folder: "transport/window.h").
+# No internal (detail::) type appears in a function's signature: a line naming detail:: with a
+# parenthesis (a declaration of a call) fails; a private data member's pointer to opaque state is
+# the only use (`detail::TableState* state_;`).
 set -euo pipefail
 [ $# -ge 1 ] || { echo "usage: $0 DIR..."; exit 2; }
 headers=()
@@ -13,6 +16,12 @@ if grep -nE "$bad" "${headers[@]}"; then
   echo "FAIL: a public header includes one of the headers above"
   exit 1
 fi
+internal=$(for h in "${headers[@]}"; do sed -E 's#//.*##' "$h" | { grep -nE 'detail::[A-Za-z_:]+.*\(|\(.*detail::' || true; } | sed "s#^#$h:#"; done)
+if [ -n "$internal" ]; then
+  echo "$internal"
+  echo "FAIL: a public header names an internal (detail::) type in a signature"
+  exit 1
+fi
 # Only standard, <mpi.h> or asyncps/ includes are expected; print them for the record.
 grep -hE '^[[:space:]]*#[[:space:]]*include' "${headers[@]}" | sort | uniq -c
-echo "PASS: ${#headers[@]} public headers include no Eigen, CUDA, Boost or Open MPI-specific header"
+echo "PASS: ${#headers[@]} public headers include no Eigen, CUDA, Boost or Open MPI-specific header, and name no detail:: type in a signature"

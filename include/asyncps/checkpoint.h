@@ -1,5 +1,5 @@
-// defines: asyncps::CheckpointOptions, asyncps::validate(CheckpointOptions), asyncps::CheckpointData,
-//          asyncps::TableData, read_checkpoint, list_checkpoints, export_npy, export_checkpoint_npy
+// defines: asyncps::CheckpointData, asyncps::TableData, read_checkpoint, list_checkpoints, export_npy,
+//          export_checkpoint_npy (CheckpointOptions: asyncps/options.h)
 // Crash-safe checkpoints of the arena, the chief's EMA shadow and the embedding tables' rows
 // (with what their optimizers keep per row), written by the servers from their own window memory (each
 // server its shard: no parameter crosses the network to be saved). A checkpoint restores on any
@@ -28,26 +28,11 @@
 #include <string>
 #include <vector>
 
+#include "asyncps/options.h"  // CheckpointOptions
 #include "asyncps/param_layout.h"
 
 namespace asyncps {
 
-struct CheckpointOptions {
-  std::filesystem::path dir;   // empty: the job keeps no checkpoints
-  double save_secs = 60;       // server 0 saves this often when the step or rows moved (0: only at the end)
-  int keep = 5;                // newest checkpoints kept
-  std::filesystem::path restart_from;  // an index file to start from; empty: the newest valid in dir
-  bool restore = true;         // start from the newest valid checkpoint in dir, if there is one
-};
-
-// Throws ConfigError naming the field ("Options::checkpoint.keep must be ..."), or returns:
-// keep in [1, limits::kMaxCheckpointsKept] (the final save is one of those kept: 0 would delete
-// it right after writing it), save_secs in [0, 1e9], paths without NUL bytes, and save_secs and
-// keep at their defaults when dir is empty (nothing is saved: they would change nothing). Whether
-// restart_from can be read is the restore's to say (only rank 0 reads it, other hosts may not
-// see it): a collective CheckpointError naming it. Session's constructor calls it (through
-// validate(const Options&)). Defined in validate.cpp.
-void validate(const CheckpointOptions& options);
 
 // One embedding table of a checkpoint, whole (its rows gathered from every shard).
 struct TableData {

@@ -12,7 +12,7 @@
 
 #include "asyncps/error.h"
 #include "asyncps/param_layout.h"
-#include "asyncps/session.h"
+#include "asyncps/options.h"
 
 namespace asyncps {
 

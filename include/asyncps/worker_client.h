@@ -101,10 +101,6 @@ class WorkerClient {
   bool restored() const noexcept;
   std::int64_t restored_step() const noexcept;
 
-  // What the library's layers above the transport (StepLoop, ShadowStore) build on: the
-  // windows' channel, the control block, the statistics. An opaque type outside the library.
-  detail::WorkerTransport& transport() noexcept;
-
  private:
   std::unique_ptr<detail::WorkerTransport> impl_;
 };

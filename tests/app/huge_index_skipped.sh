@@ -19,7 +19,7 @@ cat "$logdir/second.txt"
 [ "$rc" -eq 0 ] || fail "the restart exited $rc"
 warnings=$(grep -c "^asyncps: warning:" "$logdir/second.txt")
 [ "$warnings" -eq 1 ] || fail "$warnings warning lines, expected 1"
-grep -q "^asyncps: warning: skipping damaged checkpoint: $huge: 68719476736 bytes, more than a checkpoint index can be ([0-9]*); trying an older one$" \
+grep -q "^asyncps: warning: skipping damaged checkpoint: $huge: 68719476736 bytes, more than a checkpoint index can be ([0-9]*); trying an older one \[rank 0 of 3 on [^]]*\]$" \
   "$logdir/second.txt" || fail "no warning naming $huge and its size"
 grep -q "restored $logdir/ckpt-50.index (global step 50" "$logdir/second.txt" || fail "did not resume from ckpt-50"
 [ -e "$logdir/ckpt-100.index" ] || fail "no ckpt-100.index"

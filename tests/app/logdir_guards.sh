@@ -44,7 +44,7 @@ run more -np 3 "$job" "${common[@]}" --logdir "$log" --ps 2 --training_steps 150
 sleep 1  # (archive names have one-second resolution)
 run rollback -np 3 "$job" "${common[@]}" --logdir "$log" --ps 2 --training_steps 150 --restart_from "$archive/ckpt-100.index"
 grep -q "moved to" "$work/rollback.out" || fail "--restart_from: the newer checkpoint was not moved aside"
-archive2=$(grep -o "moved to .*" "$work/rollback.out" | sed 's/moved to //')
+archive2=$(grep -o "moved to .*" "$work/rollback.out" | sed 's/moved to //; s/ \[rank [^]]*\]$//')  # (the line ends with the rank that says it)
 [ -f "$archive2/ckpt-150.index" ] || fail "--restart_from: ckpt-150 of the run rolled back is not in $archive2"
 [ -f "$log/ckpt-100.index" ] || fail "--restart_from moved a checkpoint at its own start step"
 echo "restart_from: the newer ckpt-150 moved to $(basename "$archive2"); ckpt-100 kept"

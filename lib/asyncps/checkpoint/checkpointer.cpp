@@ -9,6 +9,7 @@
 #include <thread>
 #include <utility>
 
+#include "asyncps/checkpoint.h"
 #include "asyncps/error.h"
 #include "asyncps/log.h"
 #include "asyncps/stall_watch.h"

@@ -5,10 +5,9 @@
 #include <sstream>
 #include <string>
 
-#include "asyncps/checkpoint.h"
 #include "asyncps/error.h"
 #include "asyncps/limits.h"
-#include "asyncps/session.h"
+#include "asyncps/options.h"
 
 namespace asyncps {
 

@@ -5,9 +5,26 @@
 
 #include "asyncps/error.h"
 #include "core/check.h"
+#include "diagnostics/stall_deadline.h"
 #include "transport/string_collectives.h"
 
 namespace asyncps::detail {
+
+ChannelConfig channel_config(const Session& session) {
+  const Options& o = session.options();
+  ChannelConfig c;
+  c.comm = session.comm();
+  c.roles = &session.roles();
+  c.plan = &session.plan();
+  c.row_plan = &session.row_plan();
+  c.chunk_bytes = o.chunk_bytes;
+  c.atomic_pull = o.pull == PullMethod::GetAccumulate;
+  c.sync_accumulation = o.mode == Mode::Sync;
+  c.control_slots = ControlBlock::slots(session.roles().num_workers(), session.roles().num_servers);
+  c.control_timeout = watch_timeout(o.stall_timeout);
+  c.deadline = &stall_deadline();
+  return c;
+}
 
 RankRuntime::RankRuntime(Session& session, const std::string& problem)
     : session_(session), timeline_(!session.options().timeline.empty()) {
@@ -16,7 +33,7 @@ RankRuntime::RankRuntime(Session& session, const std::string& problem)
   // Refused on every rank alike (the other role's constructors take part in this collective):
   // no rank is left waiting in the window creation for one that threw.
   if (const std::string first = first_problem(session.comm(), problem); !first.empty()) throw ConfigError(first);
-  channel_ = RmaChannel(session);
+  channel_ = RmaChannel(channel_config(session));
   control_ = ControlBlock(channel_, session.roles().num_workers(), session.roles().num_servers);
   restored_ = restore_checkpoint(session, session.roles().rank == 0 ? &dir_lock_ : nullptr);  // collective
 }

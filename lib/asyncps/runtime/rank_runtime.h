@@ -24,6 +24,10 @@
 
 namespace asyncps::detail {
 
+// What the session's transport is given (transport/channel_config.h): the session's plans and
+// options, the control block's size, the stall timeout's deadline.
+ChannelConfig channel_config(const Session& session);
+
 struct JobEnd {
   FinalState state;                // the final step, the halt flag, the index written
   StalenessHistogram staleness;    // every worker's, summed

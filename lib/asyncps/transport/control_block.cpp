@@ -6,7 +6,6 @@
 #include <string>
 #include <vector>
 
-#include "asyncps/stall_watch.h"
 #include "core/check.h"
 
 namespace asyncps::detail {
@@ -130,7 +129,7 @@ void ControlBlock::add_and_flush(int slot, std::int64_t add, MPI_Datatype type) 
   const MPI_Win w = channel_->windows().control.get();
   std::int64_t old = 0;
   ASYNCPS_MPI_CHECK(MPI_Fetch_and_op(&add, &old, type, kRank, slot, MPI_SUM, w));
-  const StallWatch watch(watch_timeout(channel_->session().options().stall_timeout), what, StallWatch::Borrowed{});
+  const DeadlineScope watch(channel_->config().deadline, channel_->config().control_timeout, what);
   ASYNCPS_MPI_CHECK(MPI_Win_flush(kRank, w));
 }
 
@@ -141,7 +140,7 @@ SaveState ControlBlock::read_save_state() {
   std::int64_t v[7] = {0, 0, 0, 0, 0, 0, 0};
   ASYNCPS_MPI_CHECK(MPI_Get_accumulate(nullptr, 0, MPI_INT64_T, v, 7, MPI_INT64_T, kRank, kSaveRequest, 7,
                                        MPI_INT64_T, MPI_NO_OP, w));
-  const StallWatch watch(watch_timeout(channel_->session().options().stall_timeout), what, StallWatch::Borrowed{});
+  const DeadlineScope watch(channel_->config().deadline, channel_->config().control_timeout, what);
   ASYNCPS_MPI_CHECK(MPI_Win_flush(kRank, w));
   return SaveState{v[0], v[1], v[2] != 0, v[3], v[4], v[5], v[6] - 1};
 }
@@ -174,7 +173,7 @@ void ControlBlock::add_rows_moved() {
   ASYNCPS_MPI_CHECK(MPI_Accumulate(&one_, 1, MPI_INT64_T, kRank, kRowsMoved, 1, MPI_INT64_T, MPI_SUM, w));
   // flushed: over osc pt2pt an operation on this window lands only with a flush, and a worker
   // that moves rows alone never flushes it otherwise
-  const StallWatch watch(watch_timeout(channel_->session().options().stall_timeout), what, StallWatch::Borrowed{});
+  const DeadlineScope watch(channel_->config().deadline, channel_->config().control_timeout, what);
   ASYNCPS_MPI_CHECK(MPI_Win_flush(kRank, w));
 }
 

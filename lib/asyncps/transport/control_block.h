@@ -54,7 +54,7 @@ struct SaveState {
 
 class ControlBlock {
  public:
-  static constexpr int kRank = 0;                      // the rank that holds it: server 0
+  static constexpr int kRank = kControlRank;           // the rank that holds it: server 0
   static constexpr std::int64_t kFinished = 1ll << 60;  // added to a heartbeat: that rank is done
   static constexpr std::int64_t kRetired = 1ll << 60;   // added to a drained worker's clock
   // added to the halt slot by a halt for SIGTERM (a plain halt adds 1): the halt says why

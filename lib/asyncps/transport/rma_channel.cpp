@@ -3,16 +3,14 @@
 
 #include <utility>
 
-#include "asyncps/stall_watch.h"
-#include "transport/control_block.h"
 
 namespace asyncps::detail {
 
-RmaChannel::RmaChannel(const Session& session)
-    : session_(&session),
-      win_(open_windows(session)),
-      chunk_floats_(std::max<std::size_t>(1, session.options().chunk_bytes / sizeof(float))),
-      atomic_pull_(session.options().pull == PullMethod::GetAccumulate) {}
+RmaChannel::RmaChannel(const ChannelConfig& config)
+    : cfg_(config),
+      win_(open_windows(config)),
+      chunk_floats_(std::max<std::size_t>(1, config.chunk_bytes / sizeof(float))),
+      atomic_pull_(config.atomic_pull) {}
 
 void RmaChannel::configure(Completion completion, RequestWaiter waiter, WaitWatch* watch, double flush_timeout,
                            std::string flush_what, std::string waiting_for) {
@@ -127,15 +125,15 @@ void RmaChannel::fetch_slots(int slot, const std::int64_t* add, std::int64_t* re
   if (batch.by_request) {
     MPI_Request r;
     ASYNCPS_MPI_CHECK(MPI_Rget_accumulate(add, origin_count, MPI_INT64_T, result, count, MPI_INT64_T,
-                                          ControlBlock::kRank, slot, count, MPI_INT64_T, op, w, &r));
+                                          kControlRank, slot, count, MPI_INT64_T, op, w, &r));
     batch.requests.push_back(r);
     return;
   }
   if (count == 1 && op == MPI_SUM)
-    ASYNCPS_MPI_CHECK(MPI_Fetch_and_op(add, result, MPI_INT64_T, ControlBlock::kRank, slot, MPI_SUM, w));
+    ASYNCPS_MPI_CHECK(MPI_Fetch_and_op(add, result, MPI_INT64_T, kControlRank, slot, MPI_SUM, w));
   else
     ASYNCPS_MPI_CHECK(MPI_Get_accumulate(add, origin_count, MPI_INT64_T, result, count, MPI_INT64_T,
-                                         ControlBlock::kRank, slot, count, MPI_INT64_T, op, w));
+                                         kControlRank, slot, count, MPI_INT64_T, op, w));
   issued(Table::Control, batch, /*write=*/false);  // (a fetch's result completes it; plain: the flush)
 }
 
@@ -143,10 +141,10 @@ void RmaChannel::add_slots(int slot, const std::int64_t* add, int count, MPI_Dat
   const MPI_Win w = win_.control.get();
   if (batch.by_request) {
     MPI_Request r;
-    ASYNCPS_MPI_CHECK(MPI_Raccumulate(add, count, type, ControlBlock::kRank, slot, count, type, MPI_SUM, w, &r));
+    ASYNCPS_MPI_CHECK(MPI_Raccumulate(add, count, type, kControlRank, slot, count, type, MPI_SUM, w, &r));
     batch.requests.push_back(r);
   } else {
-    ASYNCPS_MPI_CHECK(MPI_Accumulate(add, count, type, ControlBlock::kRank, slot, count, type, MPI_SUM, w));
+    ASYNCPS_MPI_CHECK(MPI_Accumulate(add, count, type, kControlRank, slot, count, type, MPI_SUM, w));
   }
   issued(Table::Control, batch, /*write=*/true);
 }
@@ -156,7 +154,7 @@ void RmaChannel::fetch_now(int slot, const std::int64_t* add, std::int64_t* resu
   beat();
   MPI_Request r;
   ASYNCPS_MPI_CHECK(MPI_Rget_accumulate(add, op == MPI_NO_OP ? 0 : count, type, result, count, type,
-                                        ControlBlock::kRank, slot, count, type, op, win_.control.get(), &r));
+                                        kControlRank, slot, count, type, op, win_.control.get(), &r));
   waiter_.wait(r);
 }
 
@@ -189,16 +187,16 @@ void RmaChannel::complete(RmaBatch& batch) {
 void RmaChannel::flush(Table table) {
   beat();
   // A flush no heartbeat covers (it blocks inside MPI): watched, so a server that stopped ends the job.
-  const StallWatch watch(flush_timeout_, flush_what_, StallWatch::Borrowed{});
+  const DeadlineScope watch(cfg_.deadline, flush_timeout_, flush_what_);
   const MPI_Win w = win_of(table);
   if (table == Table::Control) {
-    ASYNCPS_MPI_CHECK(MPI_Win_flush(ControlBlock::kRank, w));
+    ASYNCPS_MPI_CHECK(MPI_Win_flush(kControlRank, w));
   } else if (table == Table::Rows) {
     if (w != MPI_WIN_NULL)
-      for (int s = 0; s < session_->roles().num_servers; ++s)
-        if (session_->row_plan().server_floats(s) > 0) ASYNCPS_MPI_CHECK(MPI_Win_flush(s, w));
+      for (int s = 0; s < cfg_.roles->num_servers; ++s)
+        if (cfg_.row_plan->server_floats(s) > 0) ASYNCPS_MPI_CHECK(MPI_Win_flush(s, w));
   } else {
-    for (const Shard& sh : session_->plan().shards())
+    for (const Shard& sh : cfg_.plan->shards())
       if (sh.size > 0) ASYNCPS_MPI_CHECK(MPI_Win_flush(sh.server, w));
   }
   writes_ &= ~static_cast<unsigned>(table);

@@ -26,7 +26,7 @@
 #include <string>
 #include <vector>
 
-#include "asyncps/session.h"
+#include "transport/channel_config.h"
 #include "core/check.h"
 #include "transport/request_waiter.h"
 #include "transport/session_windows.h"
@@ -51,9 +51,9 @@ struct RmaBatch {
 class RmaChannel {
  public:
   RmaChannel() = default;
-  // Collective over the session: creates the windows (same order on every rank) and opens the
+  // Collective over config.comm: creates the windows (same order on every rank) and opens the
   // epochs. Completion::Flush until configure() says otherwise.
-  explicit RmaChannel(const Session& session);
+  explicit RmaChannel(const ChannelConfig& config);
   RmaChannel(RmaChannel&&) noexcept = default;
   RmaChannel& operator=(RmaChannel&&) noexcept = default;
 
@@ -114,7 +114,7 @@ class RmaChannel {
   template <class Op>
   void for_each_piece(Op op) const;
 
-  const Session& session() const noexcept { return *session_; }
+  const ChannelConfig& config() const noexcept { return cfg_; }
   // The windows' memory (servers read and write their own shard; server 0 its control block).
   SessionWindows& windows() noexcept { return win_; }
   const SessionWindows& windows() const noexcept { return win_; }
@@ -128,7 +128,7 @@ class RmaChannel {
     if (watch_) watch_->beat();
   }
   void wait(std::vector<MPI_Request>& requests);
-  const Session* session_ = nullptr;
+  ChannelConfig cfg_;
   SessionWindows win_;
   std::size_t chunk_floats_ = 1;
   bool atomic_pull_ = true;
@@ -145,7 +145,7 @@ class RmaChannel {
 
 template <class Op>
 void RmaChannel::for_each_piece(Op op) const {
-  for (const Shard& sh : session_->plan().shards()) {
+  for (const Shard& sh : cfg_.plan->shards()) {
     for (std::size_t done = 0; done < sh.size; done += chunk_floats_) {
       const std::size_t n = std::min(chunk_floats_, sh.size - done);
       op(sh.server, static_cast<MPI_Aint>(done), sh.offset + done, static_cast<int>(n));

@@ -2,23 +2,22 @@
 #include "transport/session_windows.h"
 
 #include "core/check.h"
-#include "transport/control_block.h"
 
 namespace asyncps::detail {
 
-SessionWindows open_windows(const Session& session) {
-  const Roles& roles = session.roles();
-  const std::size_t shard_bytes = roles.is_server() ? session.plan().shard(roles.rank).size * sizeof(float) : 0;
-  const std::size_t ctrl_bytes =
-      roles.rank == ControlBlock::kRank ? ControlBlock::slots(roles.num_workers(), roles.num_servers) * sizeof(std::int64_t) : 0;
+SessionWindows open_windows(const ChannelConfig& config) {
+  const Roles& roles = *config.roles;
+  const MPI_Comm comm = config.comm;
+  const std::size_t shard_bytes = roles.is_server() ? config.plan->shard(roles.rank).size * sizeof(float) : 0;
+  const std::size_t ctrl_bytes = roles.rank == kControlRank ? config.control_slots * sizeof(std::int64_t) : 0;
   SessionWindows w;
-  w.params = Window(session.comm(), shard_bytes, sizeof(float), "parameter");
-  w.control = Window(session.comm(), ctrl_bytes, sizeof(std::int64_t), "control");
-  if (session.options().mode == Mode::Sync) w.accum = Window(session.comm(), shard_bytes, sizeof(float), "accumulation");
-  w.shadow = Window(session.comm(), shard_bytes, sizeof(float), "EMA shadow", /*sum_and_no_op_only=*/false);
-  if (!session.row_plan().empty()) {
-    const std::size_t row_bytes = roles.is_server() ? session.row_plan().server_floats(roles.rank) * sizeof(float) : 0;
-    w.rows = Window(session.comm(), row_bytes, sizeof(float), "embedding table");
+  w.params = Window(comm, shard_bytes, sizeof(float), "parameter");
+  w.control = Window(comm, ctrl_bytes, sizeof(std::int64_t), "control");
+  if (config.sync_accumulation) w.accum = Window(comm, shard_bytes, sizeof(float), "accumulation");
+  w.shadow = Window(comm, shard_bytes, sizeof(float), "EMA shadow", /*sum_and_no_op_only=*/false);
+  if (!config.row_plan->empty()) {
+    const std::size_t row_bytes = roles.is_server() ? config.row_plan->server_floats(roles.rank) * sizeof(float) : 0;
+    w.rows = Window(comm, row_bytes, sizeof(float), "embedding table");
   }
   w.lock_params = LockAll(w.params.get());
   w.lock_control = LockAll(w.control.get());

@@ -5,11 +5,11 @@
 //   accum:   sync mode only: servers expose a shard-sized buffer the round's updates add into
 //   shadow:  servers expose a shard-sized copy of the chief's EMA shadow (MPI_REPLACE writes)
 //   rows:    only where the layout has embedding tables: servers expose their rows of every
-//            table (Session::row_plan()), workers 0 bytes
+//            table (ChannelConfig::row_plan), workers 0 bytes
 #pragma once
 #include <mpi.h>
 
-#include "asyncps/session.h"
+#include "transport/channel_config.h"
 #include "transport/window.h"
 
 namespace asyncps::detail {
@@ -31,7 +31,7 @@ struct SessionWindows {
   void close();
 };
 
-// Collective: creates the windows (same order on every rank) and opens the epochs.
-SessionWindows open_windows(const Session& session);
+// Collective over config.comm: creates the windows (same order on every rank) and opens the epochs.
+SessionWindows open_windows(const ChannelConfig& config);
 
 }  // namespace asyncps::detail

@@ -13,6 +13,7 @@
 #include "core/check.h"
 #include "core/row_rule.h"
 #include "core/rows.h"
+#include "worker/worker_access.h"
 #include "worker/worker_transport.h"
 
 namespace asyncps {
@@ -31,6 +32,7 @@ struct detail::TableState {
   std::size_t index = 0;       // in layout().tables()
   const TableInfo* info = nullptr;
   const detail::RowRule* rule = nullptr;
+  detail::WorkerTransport* transport = nullptr;  // the worker's (its layers live as long as it)
   std::size_t seen_first = 0, seen_count = 0;  // the floats of a stored row its rule reads
   detail::RowGroupState* group = nullptr;
   float eps = 1e-8f;
@@ -143,6 +145,7 @@ class TableLayer final : public detail::WorkerLayer {
     tables_[index] = std::make_unique<detail::TableState>();
     tables_[index]->index = index;
     tables_[index]->info = &info;
+    tables_[index]->transport = &t_;
     tables_[index]->rule = &detail::row_rule(info.spec.optimizer);
     tables_[index]->seen_first = static_cast<std::size_t>(tables_[index]->rule->seen_first(info.spec.dim));
     tables_[index]->seen_count = static_cast<std::size_t>(tables_[index]->rule->seen_count(info.spec.dim));
@@ -449,7 +452,7 @@ float table_initial_value(const TableInfo& table, std::uint64_t row, int col) no
 }
 
 EmbeddingTable::EmbeddingTable(WorkerClient& worker, const std::string& name) : worker_(&worker) {
-  detail::WorkerTransport& t = worker.transport();
+  detail::WorkerTransport& t = detail::transport_of(worker);
   t.enter("EmbeddingTable");
   const std::size_t index = t.session().layout().table_index(name);  // (ConfigError naming it if absent)
   TableLayer& layer = t.layer<TableLayer>([&] { return std::make_unique<TableLayer>(t); });
@@ -465,13 +468,13 @@ const TableStats& EmbeddingTable::stats() const noexcept { return state_->stats;
 float EmbeddingTable::epsilon() const noexcept { return state_->eps; }
 
 void EmbeddingTable::set_epsilon(float eps) {
-  worker_->transport().enter("EmbeddingTable::set_epsilon");
+  state_->transport->enter("EmbeddingTable::set_epsilon");
   if (!std::isfinite(eps) || eps < 0) throw ConfigError("EmbeddingTable::set_epsilon: eps must be finite and >= 0");
   state_->eps = eps;
 }
 
 void EmbeddingTable::pull_rows(std::span<const std::uint64_t> keys, std::span<float> out) {
-  detail::WorkerTransport& t = worker_->transport();
+  detail::WorkerTransport& t = *state_->transport;
   t.enter("EmbeddingTable::pull_rows");
   check_keys(keys.size(), out.size(), state_->info->spec.dim, "EmbeddingTable::pull_rows");
   detail::TableState* const members[] = {state_};
@@ -480,14 +483,14 @@ void EmbeddingTable::pull_rows(std::span<const std::uint64_t> keys, std::span<fl
 }
 
 void EmbeddingTable::prefetch_rows(std::span<const std::uint64_t> keys) {
-  detail::WorkerTransport& t = worker_->transport();
+  detail::WorkerTransport& t = *state_->transport;
   t.enter("EmbeddingTable::prefetch_rows");
   check_key_count(keys.size(), "EmbeddingTable::prefetch_rows");
   prefetch_group(t, *state_->group, state_->info->spec.rows, keys, state_->stats);
 }
 
 RowPush EmbeddingTable::push_rows(std::span<const std::uint64_t> keys, std::span<const float> grads, float scale) {
-  detail::WorkerTransport& t = worker_->transport();
+  detail::WorkerTransport& t = *state_->transport;
   t.enter("EmbeddingTable::push_rows");
   check_keys(keys.size(), grads.size(), state_->info->spec.dim, "EmbeddingTable::push_rows");
   detail::WorkerTransport::check_scale(scale, "EmbeddingTable::push_rows");
@@ -499,7 +502,7 @@ RowPush EmbeddingTable::push_rows(std::span<const std::uint64_t> keys, std::span
 }
 
 EmbeddingGroup::EmbeddingGroup(WorkerClient& worker, const std::vector<std::string>& names) : worker_(&worker) {
-  detail::WorkerTransport& t = worker.transport();
+  detail::WorkerTransport& t = detail::transport_of(worker);
   t.enter("EmbeddingGroup");
   const ParamLayout& layout = t.session().layout();
   if (names.empty()) throw ConfigError("EmbeddingGroup: needs at least one table");
@@ -525,14 +528,14 @@ std::uint64_t EmbeddingGroup::rows() const noexcept { return members_.front()->i
 const TableStats& EmbeddingGroup::stats() const noexcept { return stats_; }
 
 void EmbeddingGroup::pull_rows(std::span<const std::uint64_t> keys, std::span<const std::span<float>> out) {
-  detail::WorkerTransport& t = worker_->transport();
+  detail::WorkerTransport& t = *members_.front()->transport;
   t.enter("EmbeddingGroup::pull_rows");
   check_buffers(members_, keys.size(), out, "EmbeddingGroup::pull_rows");
   pull_group(t, members_, keys, out, stats_);
 }
 
 void EmbeddingGroup::prefetch_rows(std::span<const std::uint64_t> keys) {
-  detail::WorkerTransport& t = worker_->transport();
+  detail::WorkerTransport& t = *members_.front()->transport;
   t.enter("EmbeddingGroup::prefetch_rows");
   check_key_count(keys.size(), "EmbeddingGroup::prefetch_rows");
   prefetch_group(t, *members_.front()->group, members_.front()->info->spec.rows, keys, stats_);
@@ -540,7 +543,7 @@ void EmbeddingGroup::prefetch_rows(std::span<const std::uint64_t> keys) {
 
 RowPush EmbeddingGroup::push_rows(std::span<const std::uint64_t> keys, std::span<const std::span<const float>> grads,
                                   float scale) {
-  detail::WorkerTransport& t = worker_->transport();
+  detail::WorkerTransport& t = *members_.front()->transport;
   t.enter("EmbeddingGroup::push_rows");
   check_buffers(members_, keys.size(), grads, "EmbeddingGroup::push_rows");
   detail::WorkerTransport::check_scale(scale, "EmbeddingGroup::push_rows");

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "core/vector_ops.h"
+#include "worker/worker_access.h"
 #include "worker/worker_transport.h"
 
 namespace asyncps {
@@ -25,7 +26,7 @@ class ShadowStore::State final : public detail::WorkerLayer {
 
 ShadowStore::ShadowStore(WorkerClient& worker)
     : worker_(worker),
-      state_(&worker.transport().layer<State>([&] { return std::make_unique<State>(worker.transport()); })) {}
+      state_(&detail::transport_of(worker).layer<State>([&] { return std::make_unique<State>(detail::transport_of(worker)); })) {}
 
 void ShadowStore::store(std::span<const float> shadow) {
   State& st = *state_;

@@ -2,6 +2,7 @@
 #include "asyncps/step_loop.h"
 
 #include "worker/step_modes.h"
+#include "worker/worker_access.h"
 
 namespace asyncps {
 
@@ -9,10 +10,10 @@ using detail::WorkerTransport;
 
 StepLoop::StepLoop(WorkerClient& worker)
     : worker_(worker),
-      mode_(&worker.transport().layer<detail::StepMode>([&] { return detail::make_step_mode(worker); })) {}
+      mode_(&detail::transport_of(worker).layer<detail::StepMode>([&] { return detail::make_step_mode(worker); })) {}
 
 std::optional<StepStart> StepLoop::begin_step(std::span<float> params, std::int64_t limit) {
-  WorkerTransport& t = worker_.transport();
+  WorkerTransport& t = mode_->transport();
   t.enter("StepLoop::begin_step");
   t.check_size(params.size(), "StepLoop::begin_step");
   WorkerTransport::check_limit(limit, "StepLoop::begin_step");
@@ -23,7 +24,7 @@ std::optional<StepStart> StepLoop::begin_step(std::span<float> params, std::int6
 }
 
 StepEnd StepLoop::end_step(std::span<const float> grad, float scale) {
-  WorkerTransport& t = worker_.transport();
+  WorkerTransport& t = mode_->transport();
   t.enter("StepLoop::end_step");
   t.check_size(grad.size(), "StepLoop::end_step");
   WorkerTransport::check_scale(scale, "StepLoop::end_step");
@@ -32,15 +33,15 @@ StepEnd StepLoop::end_step(std::span<const float> grad, float scale) {
 }
 
 void StepLoop::request_halt() {
-  worker_.transport().enter("StepLoop::request_halt");
-  worker_.transport().control().request_halt();
+  mode_->transport().enter("StepLoop::request_halt");
+  mode_->transport().control().request_halt();
 }
 
-bool StepLoop::halted() const noexcept { return worker_.transport().final_state().halted; }
-bool StepLoop::terminated() const noexcept { return worker_.transport().final_state().terminated; }
-std::int64_t StepLoop::final_step() const noexcept { return worker_.transport().final_state().global_step; }
-const StalenessHistogram& StepLoop::staleness() const noexcept { return worker_.transport().staleness(); }
-const StalenessHistogram& StepLoop::job_staleness() const noexcept { return worker_.transport().job_staleness(); }
+bool StepLoop::halted() const noexcept { return mode_->transport().final_state().halted; }
+bool StepLoop::terminated() const noexcept { return mode_->transport().final_state().terminated; }
+std::int64_t StepLoop::final_step() const noexcept { return mode_->transport().final_state().global_step; }
+const StalenessHistogram& StepLoop::staleness() const noexcept { return mode_->transport().staleness(); }
+const StalenessHistogram& StepLoop::job_staleness() const noexcept { return mode_->transport().job_staleness(); }
 const WorkerStats& StepLoop::stats() const noexcept { return worker_.stats(); }
 
 }  // namespace asyncps

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "core/vector_ops.h"
+#include "worker/worker_access.h"
 
 namespace asyncps::detail {
 
@@ -15,7 +16,7 @@ namespace asyncps::detail {
 
 StepMode::StepMode(WorkerClient& worker)
     : client_(worker),
-      t_(worker.transport()),
+      t_(detail::transport_of(worker)),
       ch_(t_.channel()),
       control_(t_.control()),
       push_batch_(ch_.batch()) {}
@@ -298,7 +299,7 @@ class BoundedSteps final : public ClaimedSteps {
 }  // namespace
 
 std::unique_ptr<StepMode> make_step_mode(WorkerClient& worker) {
-  const Options& o = worker.transport().options();
+  const Options& o = detail::transport_of(worker).options();
   switch (o.mode) {
     case Mode::Sync: return std::make_unique<SyncRounds>(worker);
     case Mode::Ssp: return std::make_unique<BoundedSteps>(worker);

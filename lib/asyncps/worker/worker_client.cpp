@@ -1,18 +1,51 @@
 // defines: WorkerClient (the public face of the worker's transport)
 #include "asyncps/worker_client.h"
 
+#include <mutex>
+#include <unordered_map>
+
 #include "asyncps/error.h"
 #include "asyncps/mpi_environment.h"
+#include "worker/worker_access.h"
 #include "worker/worker_transport.h"
 
 namespace asyncps {
 
+namespace {
+// every live WorkerClient's transport (WorkerClient is neither copied nor moved: its address holds)
+struct Registry {
+  std::mutex mu;
+  std::unordered_map<const WorkerClient*, detail::WorkerTransport*> of;
+};
+Registry& registry() {
+  static Registry r;
+  return r;
+}
+}  // namespace
+
+detail::WorkerTransport& detail::transport_of(const WorkerClient& worker) {
+  Registry& r = registry();
+  const std::lock_guard lock(r.mu);
+  return *r.of.at(&worker);  // (a WorkerClient registers in its constructor, before any layer can ask)
+}
+
 WorkerClient::WorkerClient(Session& session) {
   session.check_thread("WorkerClient");
   impl_ = std::make_unique<detail::WorkerTransport>(session);  // collective with the servers
+  Registry& r = registry();
+  const std::lock_guard lock(r.mu);
+  r.of[this] = impl_.get();
 }
 
 WorkerClient::~WorkerClient() {
+  struct Unregister {
+    const WorkerClient* w;
+    ~Unregister() {
+      Registry& r = registry();
+      const std::lock_guard lock(r.mu);
+      r.of.erase(w);
+    }
+  } unregister{this};
   // the job is about to abort: no finish() (collective); the windows abandon themselves
   if (detail::unwinding()) return;
   try {
@@ -75,6 +108,5 @@ void WorkerClient::note_span(const char* name, std::chrono::steady_clock::time_p
   if (end < begin) throw ConfigError("WorkerClient::note_span: the span ends before it begins");
   impl_->timeline().span(name, begin, end);
 }
-detail::WorkerTransport& WorkerClient::transport() noexcept { return *impl_; }
 
 }  // namespace asyncps

@@ -184,7 +184,7 @@ void WorkerTransport::drain() {
   if (drained_) return;
   end_compute();
   wait_all();
-  for (const auto& layer : layers_) layer->settle();  // a prefetched claim given back, pushes completed
+  for (const auto& [key, layer] : layers_) layer->settle();  // a prefetched claim given back, pushes completed
   channel().flush_pending();
   // A worker that is done no longer holds anyone back in SSP: its clock jumps far ahead.
   control().retire(worker_index_);

@@ -12,6 +12,7 @@
 #include <span>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "asyncps/error.h"
@@ -71,11 +72,12 @@ class WorkerTransport {
   // a second StepLoop on one worker goes on where the first stopped).
   template <class L, class Make>
   L& layer(Make make) {
-    for (const auto& l : layers_)
-      if (auto* found = dynamic_cast<L*>(l.get())) return *found;
+    const void* const key = layer_key<L>();
+    for (const auto& [k, l] : layers_)
+      if (k == key) return static_cast<L&>(*l);  // (made below as an L under this key)
     std::unique_ptr<L> made = make();
     L& ref = *made;
-    layers_.push_back(std::move(made));
+    layers_.emplace_back(key, std::move(made));
     return ref;
   }
   Session& session() noexcept { return rt_.session(); }
@@ -123,7 +125,13 @@ class WorkerTransport {
   WorkerStats stats_;
   StalenessHistogram staleness_;
   JobEnd end_;
-  std::vector<std::unique_ptr<WorkerLayer>> layers_;
+  // Each layer type's key: the address of a variable of its own (no RTTI needed to find it).
+  template <class L>
+  static const void* layer_key() noexcept {
+    static const char key = 0;
+    return &key;
+  }
+  std::vector<std::pair<const void*, std::unique_ptr<WorkerLayer>>> layers_;
   std::unordered_map<Ticket, Pending> pending_;
   Ticket next_ticket_ = 1;
   std::vector<AlignedFloats> staging_;        // push_async's scale*grad copies: a pool, reused
