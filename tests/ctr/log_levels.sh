@@ -14,7 +14,7 @@ log=$work/log; rm -rf "$work" && mkdir -p "$work"
 fail() { echo "FAIL: $*"; exit 1; }
 run() {  # run LABEL LEVEL ARGS... : output in $work/LABEL.out
   local label=$1 level=$2; shift 2
-  ASYNCPS_LOG_LEVEL=$level timeout -k 5 60 "${mpirun[@]}" -x ASYNCPS_LOG_LEVEL -np 2 "$job" --model lr --rows 4096 \
+  ASYNCPS_LOG_LEVEL=$level timeout -k 5 60 "${mpirun[@]}" -np 2 "$job" --model lr --rows 4096 \
     --batch_size 16 --test_examples 200 --log_every 10 --logdir "$log" --save_secs 0 "$@" >"$work/$label.out" 2>&1
   rc=$?
   echo "=== $label (ASYNCPS_LOG_LEVEL=$level, exit $rc)"; grep '^asyncps:' "$work/$label.out" | head -8
