@@ -145,12 +145,12 @@ TEST_CASE("tables: declared apart from the arena, refused when out of range, par
   CHECK_THROWS_WITH(l.add_table("z", {.rows = 5, .dim = 2, .optimizer = RowOptimizer::Ftrl, .ftrl_beta = 0}),
                     Catch::Contains("ftrl_beta must be finite and > 0"));
   CHECK_THROWS_WITH(l.add_table("z", {.rows = 5, .dim = 2, .optimizer = RowOptimizer::Ftrl, .initial_accumulator = 1}),
-                    Catch::Contains("initial_accumulator is Adagrad's"));
+                    Catch::Contains("table 'z': initial_accumulator is Adagrad's: it does nothing for FTRL rows"));
   CHECK_THROWS_WITH(l.add_table("z", {.rows = 5, .dim = 2, .optimizer = RowOptimizer::Adagrad, .ftrl_l2 = 1}),
-                    Catch::Contains("are FTRL's: they do nothing here"));
-  CHECK_THROWS_WITH(l.add_table("z", {.rows = 5, .dim = 2, .ftrl_l1 = 1}), Catch::Contains("are FTRL's: they do nothing here"));
+                    Catch::Contains("ftrl_l2 is FTRL's: it does nothing for Adagrad rows"));
+  CHECK_THROWS_WITH(l.add_table("z", {.rows = 5, .dim = 2, .ftrl_beta = 2}), Catch::Contains("ftrl_beta is FTRL's: it does nothing for SGD rows"));
   CHECK_THROWS_WITH(l.add_table("z", {.rows = 5, .dim = 2, .initial_accumulator = 1}),
-                    Catch::Contains("initial_accumulator is Adagrad's: it does nothing here"));
+                    Catch::Contains("initial_accumulator is Adagrad's: it does nothing for SGD rows"));
   CHECK_THROWS_WITH(l.add_table("z", {.rows = 5, .dim = 2, .optimizer = static_cast<RowOptimizer>(7)}),
                     Catch::Contains("unknown RowOptimizer"));
   CHECK_THROWS_WITH(l.add_table("a/b", {.rows = 5, .dim = 2}), Catch::Contains("table name"));

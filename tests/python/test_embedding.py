@@ -106,7 +106,7 @@ refused(asyncps.ConfigError, lambda: L().add_table("t", 10, 2, optimizer="ftrl",
         "add_table(ftrl_l1=-1)")
 refused(asyncps.ConfigError, lambda: L().add_table("t", 10, 2, optimizer="ftrl", ftrl_beta=0.0), "ftrl_beta must be",
         "add_table(ftrl_beta=0)")
-refused(asyncps.ConfigError, lambda: L().add_table("t", 10, 2, ftrl_l2=0.5), "they do nothing here",
+refused(asyncps.ConfigError, lambda: L().add_table("t", 10, 2, ftrl_l2=0.5), "ftrl_l2 is FTRL's: it does nothing for SGD rows",
         "add_table(optimizer='sgd', ftrl_l2=0.5)")
 refused(asyncps.ConfigError, lambda: L().add_table("t", 10, 2, optimizer="ftrl", initial_accumulator=0.5),
         "initial_accumulator is Adagrad's", "add_table(optimizer='ftrl', initial_accumulator=0.5)")

@@ -64,7 +64,7 @@ void ParamLayout::add_table(const std::string& name, const TableSpec& spec) {
     throw ConfigError(where + "table '" + name + "': init_scale must be finite and >= 0");
   const detail::RowRule* rule = detail::find_row_rule(spec.optimizer);
   if (!rule) throw ConfigError(where + "table '" + name + "': unknown RowOptimizer");
-  if (const std::string problem = rule->spec_problem(spec); !problem.empty())
+  if (const std::string problem = detail::spec_problem(*rule, spec); !problem.empty())
     throw ConfigError(where + "table '" + name + "': " + problem);
   TableInfo info{name, spec};
   info.group = tables_.size();

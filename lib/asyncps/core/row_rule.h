@@ -21,6 +21,13 @@ namespace asyncps::detail {
 // One row's update. row: in, [0, dim) the sum of the row's gradients; out, [0, stride) the
 // floats to add to the stored row. seen: the stored floats the rule reads ([seen_first,
 // seen_first + seen_count) of the row), as this worker last saw them.
+// A TableSpec field a rule takes: its name, and whether a spec leaves it at its default. The
+// layout refuses a field of another rule set away from its default (it would do nothing).
+struct SpecField {
+  const char* name;
+  bool (*is_default)(const TableSpec& spec);
+};
+
 struct RowUpdate {
   std::span<float> row;
   std::span<const float> seen;
@@ -33,11 +40,13 @@ class RowRule {
   virtual ~RowRule() = default;
   virtual RowOptimizer id() const noexcept = 0;
   virtual const char* name() const noexcept = 0;  // as parse_choice spells it
+  virtual const char* label() const noexcept = 0;  // as messages name it ("Adagrad")
   // The floats kept beside each row, after its dim values, as named blocks (export file names).
   virtual std::vector<RowStateBlock> state(int dim) const = 0;
-  // A TableSpec field this rule does not use, set away from its default, or one it uses that is
-  // out of range: the problem ("Adagrad's initial_accumulator must be ..."), else "".
-  virtual std::string spec_problem(const TableSpec& spec) const = 0;
+  // The TableSpec fields this rule takes (no other rule's), and the problem with one of them out
+  // of range ("Adagrad's initial_accumulator must be ..."), else "".
+  virtual std::span<const SpecField> fields() const noexcept { return {}; }
+  virtual std::string spec_problem(const TableSpec& spec) const { (void)spec; return {}; }
   // State float k (0 <= k < state width) of every row as the table starts.
   virtual float initial_state(const TableSpec& spec, int k) const = 0;
   // The stored floats an update reads: [seen_first, seen_first + seen_count) of the row's stride.
@@ -59,5 +68,8 @@ const RowRule* find_row_rule(RowOptimizer id) noexcept;
 const RowRule& row_rule(RowOptimizer id);
 // Floats kept beside each row (the sum of state(dim)'s widths).
 int state_width(const RowRule& rule, int dim);
+// What is wrong with `spec` for its rule: a field of another rule set away from its default
+// ("ftrl_l1 is FTRL's: it does nothing for Adagrad rows"), or the rule's own spec_problem; else "".
+std::string spec_problem(const RowRule& rule, const TableSpec& spec);
 
 }  // namespace asyncps::detail

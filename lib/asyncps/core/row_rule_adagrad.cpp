@@ -10,13 +10,16 @@ class Adagrad final : public RowRule {
  public:
   RowOptimizer id() const noexcept override { return RowOptimizer::Adagrad; }
   const char* name() const noexcept override { return "adagrad"; }
+  const char* label() const noexcept override { return "Adagrad"; }
   std::vector<RowStateBlock> state(int) const override { return {{"accumulator", 1}}; }
+  std::span<const SpecField> fields() const noexcept override {
+    static constexpr SpecField kFields[] = {
+        {"initial_accumulator", [](const TableSpec& s) { return s.initial_accumulator == TableSpec{}.initial_accumulator; }}};
+    return kFields;
+  }
   std::string spec_problem(const TableSpec& spec) const override {
     if (!(std::isfinite(spec.initial_accumulator) && spec.initial_accumulator > 0))
       return "Adagrad's initial_accumulator must be finite and > 0";
-    const TableSpec d;
-    if (spec.ftrl_l1 != d.ftrl_l1 || spec.ftrl_l2 != d.ftrl_l2 || spec.ftrl_beta != d.ftrl_beta)
-      return "ftrl_l1, ftrl_l2 and ftrl_beta are FTRL's: they do nothing here";
     return {};
   }
   float initial_state(const TableSpec& spec, int) const override { return spec.initial_accumulator; }

@@ -21,13 +21,19 @@ class Ftrl final : public RowRule {
  public:
   RowOptimizer id() const noexcept override { return RowOptimizer::Ftrl; }
   const char* name() const noexcept override { return "ftrl"; }
+  const char* label() const noexcept override { return "FTRL"; }
+  std::span<const SpecField> fields() const noexcept override {
+    static constexpr SpecField kFields[] = {
+        {"ftrl_l1", [](const TableSpec& s) { return s.ftrl_l1 == TableSpec{}.ftrl_l1; }},
+        {"ftrl_l2", [](const TableSpec& s) { return s.ftrl_l2 == TableSpec{}.ftrl_l2; }},
+        {"ftrl_beta", [](const TableSpec& s) { return s.ftrl_beta == TableSpec{}.ftrl_beta; }}};
+    return kFields;
+  }
   std::vector<RowStateBlock> state(int dim) const override { return {{"ftrl_z", dim, true}, {"ftrl_n", dim, true}}; }
   std::string spec_problem(const TableSpec& spec) const override {
     if (!finite_nonneg(spec.ftrl_l1)) return "FTRL's ftrl_l1 must be finite and >= 0";
     if (!finite_nonneg(spec.ftrl_l2)) return "FTRL's ftrl_l2 must be finite and >= 0";
     if (!(std::isfinite(spec.ftrl_beta) && spec.ftrl_beta > 0)) return "FTRL's ftrl_beta must be finite and > 0";
-    if (spec.initial_accumulator != TableSpec{}.initial_accumulator)
-      return "initial_accumulator is Adagrad's: FTRL's sums start at 0 (ftrl_beta smooths its first steps)";
     return {};
   }
   float initial_state(const TableSpec&, int) const override { return 0.f; }

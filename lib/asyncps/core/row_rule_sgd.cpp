@@ -8,14 +8,8 @@ class Sgd final : public RowRule {
  public:
   RowOptimizer id() const noexcept override { return RowOptimizer::Sgd; }
   const char* name() const noexcept override { return "sgd"; }
+  const char* label() const noexcept override { return "SGD"; }
   std::vector<RowStateBlock> state(int) const override { return {}; }
-  std::string spec_problem(const TableSpec& spec) const override {
-    const TableSpec d;
-    if (spec.initial_accumulator != d.initial_accumulator) return "initial_accumulator is Adagrad's: it does nothing here";
-    if (spec.ftrl_l1 != d.ftrl_l1 || spec.ftrl_l2 != d.ftrl_l2 || spec.ftrl_beta != d.ftrl_beta)
-      return "ftrl_l1, ftrl_l2 and ftrl_beta are FTRL's: they do nothing here";
-    return {};
-  }
   float initial_state(const TableSpec&, int) const override { return 0.f; }
   int seen_first(int) const noexcept override { return 0; }
   int seen_count(int) const noexcept override { return 0; }

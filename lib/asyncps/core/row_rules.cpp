@@ -25,6 +25,15 @@ const RowRule& row_rule(RowOptimizer id) {
   throw ConfigError("unknown RowOptimizer (" + std::to_string(static_cast<int>(id)) + ")");
 }
 
+std::string spec_problem(const RowRule& rule, const TableSpec& spec) {
+  for (const RowRule* other : row_rules())
+    if (other != &rule)
+      for (const SpecField& f : other->fields())
+        if (!f.is_default(spec))
+          return std::string(f.name) + " is " + other->label() + "'s: it does nothing for " + rule.label() + " rows";
+  return rule.spec_problem(spec);
+}
+
 int state_width(const RowRule& rule, int dim) {
   int w = 0;
   for (const auto& b : rule.state(dim)) w += b.width;
