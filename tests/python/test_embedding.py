@@ -104,6 +104,8 @@ refused(asyncps.ConfigError, lambda: L().add_table("a/b", 10, 2), "", "add_table
 # FTRL's keywords: in range, and refused where they would do nothing (as is Adagrad's initial_accumulator)
 refused(asyncps.ConfigError, lambda: L().add_table("t", 10, 2, optimizer="ftrl", ftrl_l1=-1.0), "ftrl_l1 must be",
         "add_table(ftrl_l1=-1)")
+refused(asyncps.ConfigError, lambda: L().add_table("t", 10, 2, optimizer="ftrl", ftrl_l2=float("nan")), "ftrl_l2 must be",
+        "add_table(ftrl_l2=nan)")
 refused(asyncps.ConfigError, lambda: L().add_table("t", 10, 2, optimizer="ftrl", ftrl_beta=0.0), "ftrl_beta must be",
         "add_table(ftrl_beta=0)")
 refused(asyncps.ConfigError, lambda: L().add_table("t", 10, 2, ftrl_l2=0.5), "ftrl_l2 is FTRL's: it does nothing for SGD rows",

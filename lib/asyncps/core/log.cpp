@@ -91,11 +91,10 @@ namespace detail {
 
 void check_log_level_environment() {
   bool ok = true;
-  const LogLevel level = environment_level(ok);
+  (void)environment_level(ok);
   if (!ok)
     throw ConfigError(std::string("ASYNCPS_LOG_LEVEL must be error, warning, info or debug, got '") +
                       std::getenv("ASYNCPS_LOG_LEVEL") + "'");
-  (void)level;
 }
 
 void set_log_origin() noexcept {

@@ -34,6 +34,7 @@ struct detail::TableState {
   const detail::RowRule* rule = nullptr;
   detail::WorkerTransport* transport = nullptr;  // the worker's (its layers live as long as it)
   std::size_t seen_first = 0, seen_count = 0;  // the floats of a stored row its rule reads
+  std::size_t stride = 0;                      // info->stride(), asked once (it asks the rule)
   detail::RowGroupState* group = nullptr;
   float eps = 1e-8f;
   TableStats stats;
@@ -149,6 +150,7 @@ class TableLayer final : public detail::WorkerLayer {
     tables_[index]->rule = &detail::row_rule(info.spec.optimizer);
     tables_[index]->seen_first = static_cast<std::size_t>(tables_[index]->rule->seen_first(info.spec.dim));
     tables_[index]->seen_count = static_cast<std::size_t>(tables_[index]->rule->seen_count(info.spec.dim));
+    tables_[index]->stride = static_cast<std::size_t>(info.stride());
     tables_[index]->group = groups_[info.group].get();
     return *tables_[index];
   }
@@ -388,7 +390,7 @@ RowPush push_group(detail::WorkerTransport& t, std::span<detail::TableState* con
       if (any) ch.complete_local(reads);
     }
     // row u's columns (stride floats) = what its rule adds for the summed gradient
-    const auto stride = static_cast<std::size_t>(st.info->stride());
+    const std::size_t stride = st.stride;
     for (std::size_t u = 0; u < mv.rows.size(); ++u)
       st.rule->update({.row = {buf.data() + mv.pos[u] + at, stride},
                        .seen = {st.fresh.data() + u * n, n},
