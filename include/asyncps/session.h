@@ -44,11 +44,10 @@ class Session {
   bool single_node() const noexcept { return single_node_; }
   // Whether one-sided operations on this session complete only when their target (a server)
   // enters MPI: between hosts on TCP, and on one node too under MPICH and its derivatives
-  // (docs/MULTIHOST.md). Then every wait on a server is watched by the stall timeout.
+  // (docs/MULTIHOST.md). Then every wait on a server is watched by the stall timeout, and a
+  // worker gains by having its next pull in flight while it computes (ctr_async's
+  // --prefetch auto asks this).
   bool rma_needs_target() const noexcept;
-  // The server progress mode and poll interval in effect (Options' auto values resolved).
-  ServerProgress server_progress() const noexcept;
-  int server_poll_us() const noexcept;
   // "worker 1 (rank 2 on host-b)" / "server 0 (rank 0 on host-a)": a rank as messages name it.
   std::string describe_rank(int rank) const;
   const std::string& host(int rank) const;  // that rank's host (MPI_Get_processor_name), gathered at start
@@ -62,12 +61,10 @@ class Session {
   // server): how a job deals a node's GPUs to its workers, none to its servers.
   int node_workers() const noexcept { return node_workers_; }
   int node_worker_index() const noexcept { return node_worker_index_; }
-  // Whether some other rank on this node may talk to this one over shared memory (Open MPI's
-  // vader/sm transport not excluded; MPICH without MPIR_CVAR_NOLOCAL): its messages wake no socket.
-  bool shared_memory_neighbours() const noexcept;
-  // Throws ConfigError unless called on the thread that created the Session (`call` names the
-  // public call in the message). Every public call of the library on this session checks it.
-  void check_thread(const char* call) const;
+  // The thread that created the Session: the only one that may call the library on it, its
+  // servers and workers (MPI_THREAD_FUNNELED); every public call checks it and throws
+  // ConfigError from any other.
+  std::thread::id owner_thread() const noexcept { return owner_; }
 
  private:
   MPI_Comm comm_ = MPI_COMM_NULL;

@@ -51,10 +51,10 @@ std::string naming(const std::exception& e, const fs::path& file) {
 
 // A run that does not continue from the newest checkpoint in the directory would overwrite the
 // files of an earlier run past its starting step: each server moves its own aside first.
-void move_earlier_run(const Session& session, std::int64_t after_step) {
-  const CheckpointOptions& co = session.options().checkpoint;
+void move_earlier_run(const JobFacts& job, std::int64_t after_step) {
+  const CheckpointOptions& co = job.options().checkpoint;
   if (co.dir.empty() || (co.restore && co.restart_from.empty())) return;
-  const Roles& roles = session.roles();
+  const Roles& roles = job.roles();
   std::string archive;
   if (roles.rank == 0) {
     char when[32] = {};
@@ -64,7 +64,7 @@ void move_earlier_run(const Session& session, std::int64_t after_step) {
     std::strftime(when, sizeof when, "%Y%m%dT%H%M%SZ", &tm);
     archive = (co.dir / ("earlier-run-" + std::string(when))).string();
   }
-  bcast_string(session.comm(), archive);
+  bcast_string(job.comm(), archive);
   long long moved = 0, failed = 0;
   std::string problem;
   if (roles.is_server()) try {
@@ -84,7 +84,7 @@ void move_earlier_run(const Session& session, std::int64_t after_step) {
       problem = naming(e, co.dir);
     }
   long long mine[2] = {moved, failed}, all[2] = {0, 0};
-  ASYNCPS_MPI_CHECK(MPI_Allreduce(mine, all, 2, MPI_LONG_LONG, MPI_SUM, session.comm()));
+  ASYNCPS_MPI_CHECK(MPI_Allreduce(mine, all, 2, MPI_LONG_LONG, MPI_SUM, job.comm()));
   if (all[1] > 0)  // never overwrite what could not be moved
     throw CheckpointError("cannot move an earlier run's checkpoint files out of the way (" +
                           (problem.empty() ? std::string("on another server") : problem) +
@@ -206,10 +206,10 @@ std::string load_range(const Index& index, const fs::path& dir, const ParamLayou
   }
 }
 
-RestoredShard restore_checkpoint(const Session& session, DirLock* lock) {
-  const CheckpointOptions& co = session.options().checkpoint;
-  const Roles& roles = session.roles();
-  const ParamLayout& layout = session.layout();
+RestoredShard restore_checkpoint(const JobFacts& job, DirLock* lock) {
+  const CheckpointOptions& co = job.options().checkpoint;
+  const Roles& roles = job.roles();
+  const ParamLayout& layout = job.layout();
   // 1. rank 0: the candidates, newest first, as (path, index bytes); damaged ones reported
   std::string fatal, payload;
   if (lock && !co.dir.empty()) *lock = DirLock::acquire(co.dir, fatal);  // fatal: who holds it
@@ -222,9 +222,9 @@ RestoredShard restore_checkpoint(const Session& session, DirLock* lock) {
       fatal = "the checkpoints to restore: " + std::string(e.what());
     }
   }
-  bcast_string(session.comm(), fatal);
+  bcast_string(job.comm(), fatal);
   if (!fatal.empty()) throw CheckpointError(fatal);
-  bcast_string(session.comm(), payload);
+  bcast_string(job.comm(), payload);
   const std::vector<std::string> items = unpack(payload);
 
   // 2. the first candidate every server can load; rank 0 learns why each server could not
@@ -242,16 +242,16 @@ RestoredShard restore_checkpoint(const Session& session, DirLock* lock) {
     }
     RestoredShard attempt;
     if (failure.empty() && roles.is_server())
-      failure = load_range(idx, path.parent_path(), layout, session.plan().shard(roles.rank), session.row_plan(),
+      failure = load_range(idx, path.parent_path(), layout, job.plan().shard(roles.rank), job.row_plan(),
                            roles.rank, attempt);
     const int ok = failure.empty() ? 1 : 0, shadow = !roles.is_server() || attempt.has_shadow ? 1 : 0;
     if (!failure.empty())
       failure = (roles.is_server() ? "server " : "rank ") + std::to_string(roles.rank) + " on " +
-                session.host(roles.rank) + ": " + failure;
+                job.host(roles.rank) + ": " + failure;
     else if (roles.is_server())
       out = std::move(attempt);
     int all[2] = {ok, shadow}, agreed[2] = {0, 0};
-    ASYNCPS_MPI_CHECK(MPI_Allreduce(all, agreed, 2, MPI_INT, MPI_MIN, session.comm()));
+    ASYNCPS_MPI_CHECK(MPI_Allreduce(all, agreed, 2, MPI_INT, MPI_MIN, job.comm()));
     if (agreed[0] == 1) {
       out.found = true;
       out.step = idx.step;
@@ -261,10 +261,10 @@ RestoredShard restore_checkpoint(const Session& session, DirLock* lock) {
       if (roles.rank == 0)
         log(LogLevel::Info, "restored " + path.string() + " (global step " + std::to_string(idx.step) + ", written by " +
                                 std::to_string(idx.num_servers) + " server(s))");
-      move_earlier_run(session, idx.step);
+      move_earlier_run(job, idx.step);
       return out;
     }
-    const std::vector<std::string> failures = gather_strings(session.comm(), failure);
+    const std::vector<std::string> failures = gather_strings(job.comm(), failure);
     if (roles.rank == 0) {
       std::string why;
       for (const auto& f : failures)
@@ -274,12 +274,12 @@ RestoredShard restore_checkpoint(const Session& session, DirLock* lock) {
     }
   }
   if (items.empty()) {
-    move_earlier_run(session, -1);
+    move_earlier_run(job, -1);
     return RestoredShard{};
   }
   // candidates existed but none could be loaded everywhere: every rank throws the same error,
   // with rank 0's reasons (and after rank 0 has logged them: nobody ends the job before that)
-  bcast_string(session.comm(), why_not);
+  bcast_string(job.comm(), why_not);
   const std::string what = !co.restart_from.empty() ? "Options::checkpoint.restart_from " + co.restart_from.string() +
                                                           ": cannot be restored"
                                                     : co.dir.string() +
@@ -288,21 +288,21 @@ RestoredShard restore_checkpoint(const Session& session, DirLock* lock) {
   throw CheckpointError(why_not.empty() ? what : what + " (newest tried: " + why_not + ")");
 }
 
-ServerCheckpointer::ServerCheckpointer(const Session& session, SessionWindows& windows, ControlBlock& control,
+ServerCheckpointer::ServerCheckpointer(const JobFacts& job, SessionWindows& windows, ControlBlock& control,
                                        std::int64_t restored_step)
-    : session_(session), win_(windows), control_(control), enabled_(!session.options().checkpoint.dir.empty()),
+    : job_(job), win_(windows), control_(control), enabled_(!job.options().checkpoint.dir.empty()),
       last_save_(std::chrono::steady_clock::now()), last_indexed_(restored_step), restored_(restored_step) {
   if (enabled_) {
     std::error_code ec;
-    fs::create_directories(session.options().checkpoint.dir, ec);
+    fs::create_directories(job.options().checkpoint.dir, ec);
     if (ec)
-      throw ConfigError("checkpoint directory " + session.options().checkpoint.dir.string() +
+      throw ConfigError("checkpoint directory " + job.options().checkpoint.dir.string() +
                         ": cannot create it: " + ec.message());
     // the restored step's files stay (what was restored, and earlier saves of that step): a
     // save of it in this run takes a generation above theirs and never overwrites them
-    if (session.roles().rank == 0) {
+    if (job.roles().rank == 0) {
       gen_step_ = restored_step;
-      next_gen_ = newest_generation(session.options().checkpoint.dir, restored_step) + 1;
+      next_gen_ = newest_generation(job.options().checkpoint.dir, restored_step) + 1;
     }
   }
 }
@@ -321,15 +321,15 @@ bool ServerCheckpointer::changed_since_save() const {
 
 std::uint64_t ServerCheckpointer::write_my_shard(std::int64_t step, std::int64_t generation, bool with_shadow,
                                                  bool final_save) {
-  const Roles& roles = session_.roles();
-  const Shard& sh = session_.plan().shard(roles.rank);
+  const Roles& roles = job_.roles();
+  const Shard& sh = job_.plan().shard(roles.rank);
   ASYNCPS_MPI_CHECK(MPI_Win_sync(win_.params.get()));
   ASYNCPS_MPI_CHECK(MPI_Win_sync(win_.shadow.get()));
   const bool tables = win_.rows.get() != MPI_WIN_NULL;
   if (tables) ASYNCPS_MPI_CHECK(MPI_Win_sync(win_.rows.get()));
   ShardHeader h;
-  h.layout_hash = session_.layout().hash();
-  h.arena = session_.layout().size();
+  h.layout_hash = job_.layout().hash();
+  h.arena = job_.layout().size();
   h.step = step;
   h.num_servers = static_cast<std::uint32_t>(roles.num_servers);
   h.server = static_cast<std::uint32_t>(roles.rank);
@@ -341,11 +341,11 @@ std::uint64_t ServerCheckpointer::write_my_shard(std::int64_t step, std::int64_t
   // the tables' rows as the window holds them: Hogwild-consistent like the arena (each float
   // whole; a row may be caught between two workers' pushes, as a pull could see it)
   const std::span<const float> rows =
-      tables ? std::span<const float>(win_.rows.data<float>(), session_.row_plan().server_floats(roles.rank))
+      tables ? std::span<const float>(win_.rows.data<float>(), job_.row_plan().server_floats(roles.rank))
              : std::span<const float>();
   sharded_.push_back(step);
   const auto t0 = std::chrono::steady_clock::now();
-  auto written = write_shard(session_.options().checkpoint.dir, h, session_.layout(), params, shadow, rows, final_save,
+  auto written = write_shard(job_.options().checkpoint.dir, h, job_.layout(), params, shadow, rows, final_save,
                              generation);
   if (log_enabled(LogLevel::Debug))
     log(LogLevel::Debug, "server " + std::to_string(roles.rank) + " wrote its shard of global step " + std::to_string(step) +
@@ -356,7 +356,7 @@ std::uint64_t ServerCheckpointer::write_my_shard(std::int64_t step, std::int64_t
 }
 
 void ServerCheckpointer::request_save(std::int64_t step) {
-  const int s = session_.roles().num_servers;
+  const int s = job_.roles().num_servers;
   const std::int64_t gen = take_generation(step);
   const std::int64_t rows = control_.local_rows_moved();  // read before the rows are: a later push saves again
   try {
@@ -373,21 +373,21 @@ void ServerCheckpointer::request_save(std::int64_t step) {
 }
 
 void ServerCheckpointer::try_commit() {
-  const Roles& roles = session_.roles();
+  const Roles& roles = job_.roles();
   const int s = roles.num_servers;
   if (s > 1 && control_.local_save_acks() < s - 1) return;
   const std::int64_t failures = s > 1 ? control_.local_save_failures() : 0;
   Index idx;
   idx.step = pending_;
   idx.num_servers = static_cast<std::uint32_t>(s);
-  idx.layout_hash = session_.layout().hash();
-  idx.arena = session_.layout().size();
+  idx.layout_hash = job_.layout().hash();
+  idx.arena = job_.layout().size();
   for (int k = 0; k < s; ++k) {
-    const Shard& sh = session_.plan().shard(k);
+    const Shard& sh = job_.plan().shard(k);
     const auto sum = k == 0 ? my_sum_ : control_.local_shard_sum(k);
     idx.shards.push_back({sh.offset, sh.size, sum, shard_path({}, pending_, k, s, pending_gen_).filename().string()});
   }
-  const auto& co = session_.options().checkpoint;
+  const auto& co = job_.options().checkpoint;
   std::string problem = failures > 0 ? std::to_string(failures) + " other server(s) could not write their shard" : "";
   if (problem.empty()) {
     try {
@@ -416,9 +416,9 @@ void ServerCheckpointer::try_commit() {
 }
 
 void ServerCheckpointer::prune(int keep) {
-  const auto& co = session_.options().checkpoint;
+  const auto& co = job_.options().checkpoint;
   try {
-    prune_checkpoints(co.dir, keep, session_.roles().rank, session_.roles().num_servers, indexed_, sharded_);
+    prune_checkpoints(co.dir, keep, job_.roles().rank, job_.roles().num_servers, indexed_, sharded_);
   } catch (const std::exception& e) {  // old files left behind: a warning, never the job's end
     log(LogLevel::Warning, "old checkpoints in " + co.dir.string() + " were not all removed (" + e.what() +
                                "); training goes on, the next save tries again");
@@ -432,7 +432,7 @@ void ServerCheckpointer::warn_not_saved(std::int64_t step, const std::string& wh
 }
 
 std::string ServerCheckpointer::save_now(const std::function<void()>& progress, double seconds) {
-  if (!enabled_ || session_.roles().rank != 0) return {};
+  if (!enabled_ || job_.roles().rank != 0) return {};
   if (pending_ < 0 && changed_since_save()) request_save(control_.local_step());
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
   while (pending_ >= 0 && std::chrono::steady_clock::now() < deadline) {
@@ -441,16 +441,16 @@ std::string ServerCheckpointer::save_now(const std::function<void()>& progress, 
     if (pending_ >= 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   if (pending_ >= 0 || indexed_.empty()) return {};
-  return index_path(session_.options().checkpoint.dir, last_indexed_).string();
+  return index_path(job_.options().checkpoint.dir, last_indexed_).string();
 }
 
 void ServerCheckpointer::answer_request() {
-  const Roles& roles = session_.roles();
+  const Roles& roles = job_.roles();
   if (control_.read_save_state().serial <= last_serial_) return;
   const SaveState v = control_.read_save_state();  // (read again: see ControlBlock::read_save_state)
   last_serial_ = v.serial;
   if (v.committed_generation >= 0)  // this server's shards of the last committed step that its index does not name
-    remove_step_shards(session_.options().checkpoint.dir, v.committed_step, roles.rank, roles.num_servers,
+    remove_step_shards(job_.options().checkpoint.dir, v.committed_step, roles.rank, roles.num_servers,
                        {shard_path({}, v.committed_step, roles.rank, roles.num_servers, v.committed_generation)
                             .filename()
                             .string()});
@@ -463,13 +463,13 @@ void ServerCheckpointer::answer_request() {
     return;
   }
   control_.ack_save(roles.rank, sum);
-  prune(session_.options().checkpoint.keep);
+  prune(job_.options().checkpoint.keep);
 }
 
 void ServerCheckpointer::after_final(std::int64_t final_step, std::int64_t generation, bool index_written,
                                      int extra_kept) {
-  const auto& co = session_.options().checkpoint;
-  const Roles& roles = session_.roles();
+  const auto& co = job_.options().checkpoint;
+  const Roles& roles = job_.roles();
   std::error_code ec;
   // Saves labelled past the final step hold no more than it (a claim given back): drop them.
   for (auto* steps : {&indexed_, &sharded_})
@@ -494,7 +494,7 @@ void ServerCheckpointer::after_final(std::int64_t final_step, std::int64_t gener
 
 void ServerCheckpointer::tick() {
   if (!enabled_) return;
-  if (session_.roles().rank != 0) {
+  if (job_.roles().rank != 0) {
     if (++polls_since_check_ >= 10) {  // one small atomic read every ~10 ticks (about 100 ms)
       polls_since_check_ = 0;
       answer_request();
@@ -505,16 +505,16 @@ void ServerCheckpointer::tick() {
     try_commit();
     return;
   }
-  const double every = session_.options().checkpoint.save_secs;
+  const double every = job_.options().checkpoint.save_secs;
   const auto now = std::chrono::steady_clock::now();
   if (every <= 0 || std::chrono::duration<double>(now - last_save_).count() < every) return;
   last_save_ = now;
   if (changed_since_save()) request_save(control_.local_step());
 }
 
-FinalState finish_job(const Session& session, ControlBlock& control, ServerCheckpointer* ckpt) {
-  const Roles& roles = session.roles();
-  const auto& co = session.options().checkpoint;
+FinalState finish_job(const JobFacts& job, ControlBlock& control, ServerCheckpointer* ckpt) {
+  const Roles& roles = job.roles();
+  const auto& co = job.options().checkpoint;
   std::int64_t state[5] = {0, 0, 0, 0, 0};  // step, halted, shadow valid, save, its generation
   if (roles.rank == 0) {
     state[0] = control.local_step();
@@ -523,10 +523,10 @@ FinalState finish_job(const Session& session, ControlBlock& control, ServerCheck
     // a final save whenever this run took a step (a periodic save of the same step may have
     // missed updates that were still in flight when it was taken), and always with tables: their
     // rows move without the dense step (push_rows outside claimed steps)
-    state[3] = !co.dir.empty() && ckpt && (state[0] != ckpt->restored_step() || !session.layout().tables().empty());
+    state[3] = !co.dir.empty() && ckpt && (state[0] != ckpt->restored_step() || !job.layout().tables().empty());
     if (state[3]) state[4] = ckpt->take_generation(state[0]);
   }
-  ASYNCPS_MPI_CHECK(MPI_Bcast(state, 5, MPI_INT64_T, 0, session.comm()));
+  ASYNCPS_MPI_CHECK(MPI_Bcast(state, 5, MPI_INT64_T, 0, job.comm()));
   FinalState out{state[0], state[1] != 0, state[1] >= ControlBlock::kTerminatedHalt, {}};
   if (!state[3]) return out;
   // every server writes its shard of the final step; rank 0 gathers the checksums, and what
@@ -537,21 +537,21 @@ FinalState finish_job(const Session& session, ControlBlock& control, ServerCheck
   if (roles.is_server() && ckpt) try {
       sum = ckpt->write_my_shard(state[0], state[4], state[2] != 0, /*final_save=*/true);
     } catch (const std::exception& e) {  // gathered: every rank reaches the same verdict
-      failure = session.describe_rank(roles.rank) + ": " + e.what();
+      failure = job.describe_rank(roles.rank) + ": " + e.what();
     }
   std::vector<unsigned long long> sums(static_cast<std::size_t>(roles.size));
-  ASYNCPS_MPI_CHECK(MPI_Gather(&sum, 1, MPI_UNSIGNED_LONG_LONG, sums.data(), 1, MPI_UNSIGNED_LONG_LONG, 0, session.comm()));
+  ASYNCPS_MPI_CHECK(MPI_Gather(&sum, 1, MPI_UNSIGNED_LONG_LONG, sums.data(), 1, MPI_UNSIGNED_LONG_LONG, 0, job.comm()));
   std::string problem;
-  for (const auto& f : gather_strings(session.comm(), failure))
+  for (const auto& f : gather_strings(job.comm(), failure))
     if (!f.empty()) problem += (problem.empty() ? "" : "; ") + f;
   if (roles.rank == 0 && problem.empty()) {
     Index idx;
     idx.step = state[0];
     idx.num_servers = static_cast<std::uint32_t>(roles.num_servers);
-    idx.layout_hash = session.layout().hash();
-    idx.arena = session.layout().size();
+    idx.layout_hash = job.layout().hash();
+    idx.arena = job.layout().size();
     for (int k = 0; k < roles.num_servers; ++k) {
-      const Shard& sh = session.plan().shard(k);
+      const Shard& sh = job.plan().shard(k);
       idx.shards.push_back({sh.offset, sh.size, sums[static_cast<std::size_t>(k)],
                             final_shard_path({}, state[0], k, roles.num_servers, state[4]).filename().string()});
     }
@@ -562,7 +562,7 @@ FinalState finish_job(const Session& session, ControlBlock& control, ServerCheck
       problem = e.what();
     }
   }
-  bcast_string(session.comm(), problem);  // also orders every server's pruning behind the index
+  bcast_string(job.comm(), problem);  // also orders every server's pruning behind the index
   if (!problem.empty())
     throw CheckpointError("the final checkpoint of global step " + std::to_string(state[0]) +
                           " could not be saved (" + problem + "); the checkpoints saved before are intact");

@@ -31,7 +31,7 @@
 #include <string>
 #include <vector>
 
-#include "asyncps/session.h"
+#include "core/job_facts.h"
 #include "checkpoint/checkpoint_format.h"
 #include "checkpoint/dir_lock.h"
 #include "transport/control_block.h"
@@ -75,11 +75,11 @@ std::string load_range(const Index& index, const fs::path& dir, const ParamLayou
 // by another job ends the restore on every rank with its holder named. A run that does not
 // restore the directory's newest checkpoint (restore off, or restart_from) first moves the
 // files it could overwrite — those past its starting step — into <dir>/earlier-run-<UTC time>/.
-RestoredShard restore_checkpoint(const Session& session, DirLock* lock = nullptr);
+RestoredShard restore_checkpoint(const JobFacts& job, DirLock* lock = nullptr);
 
 class ServerCheckpointer {
  public:
-  ServerCheckpointer(const Session& session, SessionWindows& windows, ControlBlock& control, std::int64_t restored_step);
+  ServerCheckpointer(const JobFacts& job, SessionWindows& windows, ControlBlock& control, std::int64_t restored_step);
   void tick();  // from serve()'s poll loop
   std::int64_t last_indexed_step() const noexcept { return last_indexed_; }
   std::int64_t restored_step() const noexcept { return restored_; }
@@ -108,7 +108,7 @@ class ServerCheckpointer {
   void warn_not_saved(std::int64_t step, const std::string& why) const;
   void prune(int keep);  // prune_checkpoints of this session's files; a failure is a warning
 
-  const Session& session_;
+  const JobFacts& job_;
   SessionWindows& win_;
   ControlBlock& control_;
   bool enabled_ = false;
@@ -134,6 +134,6 @@ struct FinalState {
 };
 
 // Collective over the session after the shutdown barrier. `ckpt` is null on workers.
-FinalState finish_job(const Session& session, ControlBlock& control, ServerCheckpointer* ckpt);
+FinalState finish_job(const JobFacts& job, ControlBlock& control, ServerCheckpointer* ckpt);
 
 }  // namespace asyncps::detail

@@ -19,8 +19,8 @@ std::string fmt_seconds(double s) {
 }
 }  // namespace
 
-Liveness::Liveness(const Session& session, ControlBlock& control)
-    : session_(&session), control_(&control), timeout_(session.options().stall_timeout) {
+Liveness::Liveness(const JobFacts& job, ControlBlock& control)
+    : job_(&job), control_(&control), timeout_(job.options().stall_timeout) {
   if (!enabled()) return;
   interval_ = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(std::min(1.0, timeout_ / 4)));
   // Server 0 looks at the beats every min(250 ms, timeout / 8): a gap between two looks longer
@@ -29,7 +29,7 @@ Liveness::Liveness(const Session& session, ControlBlock& control)
   // before, so every look was "away" and nobody was ever named.)
   check_every_ = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(std::min(0.25, timeout_ / 8)));
   const auto now = Clock::now();
-  const auto n = static_cast<std::size_t>(session.roles().size);
+  const auto n = static_cast<std::size_t>(job.roles().size);
   seen_.assign(n, -1);
   changed_.assign(n, now);
   last_check_ = beat0_changed_ = now;
@@ -40,7 +40,7 @@ void Liveness::beat() {
   const auto now = Clock::now();
   if (now - last_beat_ < interval_) return;
   last_beat_ = now;
-  const Roles& roles = session_->roles();
+  const Roles& roles = job_->roles();
   if (roles.rank == ControlBlock::kRank) {  // its own memory: a local atomic add
     control_->local_beat0();
     return;
@@ -58,10 +58,10 @@ void Liveness::finished() {
   done_ = true;
   // the finished marker's waits block inside MPI: watched (a stopped server 0 ends the job)
   const StallWatch watch(watch_timeout(timeout_),
-                         session_->role_name() + " marking itself finished at " +
-                             session_->describe_rank(ControlBlock::kRank));
+                         job_->role_name() + " marking itself finished at " +
+                             job_->describe_rank(ControlBlock::kRank));
   if (beat_request_ != MPI_REQUEST_NULL) ASYNCPS_MPI_CHECK(MPI_Wait(&beat_request_, MPI_STATUS_IGNORE));
-  const Roles& roles = session_->roles();
+  const Roles& roles = job_->roles();
   if (roles.is_server()) return;  // servers stop with the job: nobody watches them any more
   control_->mark_finished(roles.rank);
 }
@@ -69,14 +69,14 @@ void Liveness::finished() {
 std::optional<int> Liveness::stalled_rank() {
   // (the beats are in server 0's memory: another server's control window is empty, and reading
   // it read whatever lay there, which under MPICH was unmapped)
-  if (!enabled() || session_->roles().rank != ControlBlock::kRank) return std::nullopt;
+  if (!enabled() || job_->roles().rank != ControlBlock::kRank) return std::nullopt;
   const auto now = Clock::now();
   if (now - last_check_ < check_every_) return std::nullopt;
   // Not watching for a while (a long save): beats that came meanwhile may not have landed yet
   // (pt2pt applies them as this rank enters MPI), so nobody is judged on that gap.
   const bool was_away = seconds(now - last_check_) > timeout_ / 2;
   last_check_ = now;
-  const Roles& roles = session_->roles();
+  const Roles& roles = job_->roles();
   const std::int64_t* beats = control_->local_beats();
   // The longest silent, servers first: workers wait on servers, never the other way round, and
   // a worker stuck waiting on a stopped server goes silent too (over pt2pt its beats stop
@@ -105,7 +105,7 @@ double Liveness::silent_for(int rank) const {
 }
 
 std::string Liveness::silence(int rank, double seconds) const {
-  return session_->describe_rank(rank) + " has made no progress for " + fmt_seconds(seconds) + " (stall timeout " +
+  return job_->describe_rank(rank) + " has made no progress for " + fmt_seconds(seconds) + " (stall timeout " +
          fmt_seconds(timeout_) + ")";
 }
 
@@ -121,7 +121,7 @@ void Liveness::saw_server0(std::int64_t beat0) {
   }
   const double silent = seconds(now - beat0_changed_);
   if (silent > timeout_)
-    throw StallError(silence(0, silent) + "; noticed by " + session_->describe_rank(session_->roles().rank));
+    throw StallError(silence(0, silent) + "; noticed by " + job_->describe_rank(job_->roles().rank));
 }
 
 
@@ -130,7 +130,7 @@ void Liveness::check_wait(double waited, const std::string& whom) const {
   // The grace lets server 0, which watches every rank, name the silent one first (a wait on a
   // stopped server 1 is as long as this worker's): twice the watched stretches' grace.
   if (waited > timeout_ + 2 * (watch_timeout(timeout_) - timeout_))
-    throw StallError(session_->describe_rank(session_->roles().rank) + " has waited " + fmt_seconds(waited) + " for " +
+    throw StallError(job_->describe_rank(job_->roles().rank) + " has waited " + fmt_seconds(waited) + " for " +
                      whom + " (stall timeout " + fmt_seconds(timeout_) + "): one of them stopped making progress");
 }
 

@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "asyncps/session.h"
+#include "core/job_facts.h"
 #include "asyncps/stall_watch.h"
 #include "transport/control_block.h"
 #include "transport/request_waiter.h"
@@ -31,7 +31,7 @@ class Liveness final : public WaitWatch {
  public:
   using Clock = std::chrono::steady_clock;
   Liveness() = default;
-  Liveness(const Session& session, ControlBlock& control);
+  Liveness(const JobFacts& job, ControlBlock& control);
   bool enabled() const noexcept { return timeout_ > 0; }
   bool watching() const noexcept override { return enabled(); }
   double timeout() const noexcept { return timeout_; }
@@ -62,7 +62,7 @@ class Liveness final : public WaitWatch {
 
  private:
   std::string silence(int rank, double seconds) const;  // the one wording of a stall
-  const Session* session_ = nullptr;
+  const JobFacts* job_ = nullptr;
   ControlBlock* control_ = nullptr;
   double timeout_ = 0;
   Clock::duration interval_{};     // between two beats: min(1 s, timeout / 4)

@@ -69,22 +69,22 @@ void Timeline::write(MPI_Comm comm, const std::string& path, const std::string& 
   if (ec) throw Error("timeline: cannot rename " + tmp + " to " + path + ": " + ec.message());
 }
 
-void write_timeline(const Session& session, const Timeline& timeline) {
-  if (session.options().timeline.empty()) return;
-  const Roles& r = session.roles();
+void write_timeline(const JobFacts& job, const Timeline& timeline) {
+  if (job.options().timeline.empty()) return;
+  const Roles& r = job.roles();
   std::string label = "rank " + std::to_string(r.rank) + ": ";
   label += r.is_server() ? "server " + std::to_string(r.rank)
                          : "worker " + std::to_string(r.worker_index()) + (r.is_chief() ? " (chief)" : "");
-  label += " on " + session.host(r.rank);
+  label += " on " + job.host(r.rank);
   // Rank 0 alone writes: its failure (a full disk, a directory gone) is every rank's verdict,
   // so none is left waiting in the window free that follows.
   std::string problem;
   try {
-    timeline.write(session.comm(), session.options().timeline, label);
+    timeline.write(job.comm(), job.options().timeline, label);
   } catch (const Error& e) {
     problem = e.what();
   }
-  if (const std::string first = first_problem(session.comm(), problem); !first.empty()) throw Error(first);
+  if (const std::string first = first_problem(job.comm(), problem); !first.empty()) throw Error(first);
 }
 
 }  // namespace asyncps::detail

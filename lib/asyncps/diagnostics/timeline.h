@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "asyncps/session.h"
+#include "core/job_facts.h"
 
 namespace asyncps::detail {
 
@@ -51,6 +51,6 @@ class Timeline {
 
 // Collective: when Options::timeline is set, rank 0 writes every rank's spans there; a failure
 // (rank 0's) throws Error on every rank.
-void write_timeline(const Session& session, const Timeline& timeline);
+void write_timeline(const JobFacts& job, const Timeline& timeline);
 
 }  // namespace asyncps::detail

@@ -84,7 +84,7 @@ ProgressChoice progress_choice(const Session& session) {
   f.needs_target = session.rma_needs_target();
   f.implementation_polls = mpi_implementation().server_polls(session.single_node());
   f.tables = !session.layout().tables().empty();
-  f.shared_memory_neighbours = session.shared_memory_neighbours();
+  f.shared_memory_neighbours = session.node_ranks() > 1 && mpi_implementation().shared_memory_on_node();
   f.node_no_workers = session.node_has_no_workers();
   return choose_progress(f, session.options().server_progress, session.options().server_poll_us);
 }

@@ -1,6 +1,8 @@
 // defines: RankRuntime (start-up and end of every rank), allreduce_staleness
 #include "runtime/rank_runtime.h"
 
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "asyncps/error.h"
@@ -9,6 +11,13 @@
 #include "transport/string_collectives.h"
 
 namespace asyncps::detail {
+
+JobFacts job_facts(const Session& session) {
+  std::vector<std::string> hosts;
+  for (int r = 0; r < session.roles().size; ++r) hosts.push_back(session.host(r));
+  return JobFacts(session.comm(), session.roles(), session.layout(), session.plan(), session.row_plan(),
+                  session.options(), std::move(hosts));
+}
 
 ChannelConfig channel_config(const Session& session) {
   const Options& o = session.options();
@@ -27,7 +36,7 @@ ChannelConfig channel_config(const Session& session) {
 }
 
 RankRuntime::RankRuntime(Session& session, const std::string& problem)
-    : session_(session), timeline_(!session.options().timeline.empty()) {
+    : session_(session), job_(job_facts(session)), timeline_(!session.options().timeline.empty()) {
   start_watch_.emplace(setup_watch_timeout(session.options().stall_timeout),
                        session.role_name() + " creating the windows and restoring (collective with every rank)");
   // Refused on every rank alike (the other role's constructors take part in this collective):
@@ -35,7 +44,7 @@ RankRuntime::RankRuntime(Session& session, const std::string& problem)
   if (const std::string first = first_problem(session.comm(), problem); !first.empty()) throw ConfigError(first);
   channel_ = RmaChannel(channel_config(session));
   control_ = ControlBlock(channel_, session.roles().num_workers(), session.roles().num_servers);
-  restored_ = restore_checkpoint(session, session.roles().rank == 0 ? &dir_lock_ : nullptr);  // collective
+  restored_ = restore_checkpoint(job_, session.roles().rank == 0 ? &dir_lock_ : nullptr);  // collective
 }
 
 void RankRuntime::ready(const std::string& problem) {
@@ -44,7 +53,7 @@ void RankRuntime::ready(const std::string& problem) {
   if (const std::string first = first_problem(session_.comm(), problem); !first.empty()) throw ConfigError(first);
   start_watch_.reset();
   timeline_.set_origin();
-  liveness_ = Liveness(session_, control_);
+  liveness_ = Liveness(job_, control_);
   liveness_.beat();
 }
 
@@ -56,10 +65,10 @@ void RankRuntime::end(JobEnd& out, ServerCheckpointer* ckpt, const StalenessHist
   if (session_.roles().is_worker()) channel_.end_epochs();
   else ASYNCPS_MPI_CHECK(MPI_Win_sync(channel_.windows().params.get()));
   const auto t0 = Timeline::Clock::now();
-  out.state = finish_job(session_, control_, ckpt);  // the final checkpoint
+  out.state = finish_job(job_, control_, ckpt);  // the final checkpoint
   if (ckpt) timeline_.span("final save", t0, Timeline::Clock::now());
   out.staleness = allreduce_staleness(session_.comm(), mine);
-  write_timeline(session_, timeline_);
+  write_timeline(job_, timeline_);
   if (before_free) before_free();
   channel_.close();  // the job's end, where every rank is: the one place windows are freed
 }

@@ -17,12 +17,17 @@
 #include "asyncps/staleness.h"
 #include "asyncps/stall_watch.h"
 #include "checkpoint/checkpointer.h"
+#include "core/job_facts.h"
 #include "diagnostics/liveness.h"
 #include "diagnostics/timeline.h"
 #include "transport/control_block.h"
 #include "transport/rma_channel.h"
 
 namespace asyncps::detail {
+
+// What the parts below runtime are told of the job (core/job_facts.h): the Session's plans,
+// options and every rank's host.
+JobFacts job_facts(const Session& session);
 
 // What the session's transport is given (transport/channel_config.h): the session's plans and
 // options, the control block's size, the stall timeout's deadline.
@@ -54,6 +59,7 @@ class RankRuntime {
            const std::function<void()>& before_free = {});
 
   Session& session() noexcept { return session_; }
+  const JobFacts& job() const noexcept { return job_; }
   RmaChannel& channel() noexcept { return channel_; }
   ControlBlock& control() noexcept { return control_; }
   Liveness& liveness() noexcept { return liveness_; }
@@ -64,6 +70,7 @@ class RankRuntime {
 
  private:
   Session& session_;
+  JobFacts job_;  // (before everything that is given it)
   std::optional<StallWatch> start_watch_;
   RmaChannel channel_;
   ControlBlock control_;

@@ -18,6 +18,7 @@
 #include "asyncps/option_choices.h"
 #include "asyncps/stall_watch.h"
 #include "core/check.h"
+#include "core/job_facts.h"
 #include "core/log_origin.h"
 #include "diagnostics/liveness.h"
 #include "runtime/progress_policy.h"
@@ -113,8 +114,9 @@ Session::Session(MPI_Comm comm, ParamLayout layout, Options options)
                                     MPI_CHAR, comm_));
     for (int r = 0; r < size; ++r) hosts_.emplace_back(&all[static_cast<std::size_t>(r) * MPI_MAX_PROCESSOR_NAME]);
     // (validate() sees the options as given; Auto resolves only now)
+    const detail::ProgressChoice progress = detail::progress_choice(*this);
     if (rank == 0 && options_.server_progress == ServerProgress::Auto && options_.server_spin_us > 0 &&
-        server_progress() == ServerProgress::Poll)
+        progress.progress == ServerProgress::Poll)
       log(LogLevel::Warning, "Options::server_spin_us has no effect: Options::server_progress Auto polls here (" +
                                  std::string(!rma_needs_target()     ? "one-sided operations complete without the servers"
                                              : layout_.tables().empty() ? "this MPI's operations on one node wait for the servers"
@@ -125,8 +127,8 @@ Session::Session(MPI_Comm comm, ParamLayout layout, Options options)
                                std::to_string(roles_.num_workers()) + " worker(s); " +
                                (single_node_ ? "one node" : "several nodes") + ", " + std::to_string(node_ranks_) +
                                " rank(s) on this one; " + detail::mpi_implementation().name +
-                               "; server progress " + name_of(server_progress()) + ", longest sleep " +
-                               std::to_string(server_poll_us()) + " us; cpu kernels " + cpu_kernel_level());
+                               "; server progress " + name_of(progress.progress) + ", longest sleep " +
+                               std::to_string(progress.poll_us) + " us; cpu kernels " + cpu_kernel_level());
     detail::hold_termination_signal();  // (last: a constructor that throws holds nothing)
     holds_sigterm_ = true;
   } catch (...) {
@@ -137,36 +139,16 @@ Session::Session(MPI_Comm comm, ParamLayout layout, Options options)
 
 bool Session::rma_needs_target() const noexcept { return detail::mpi_implementation().rma_needs_target(single_node_); }
 
-ServerProgress Session::server_progress() const noexcept { return detail::progress_choice(*this).progress; }
-
-bool Session::shared_memory_neighbours() const noexcept {
-  return node_ranks_ > 1 && detail::mpi_implementation().shared_memory_on_node();
-}
-
-int Session::server_poll_us() const noexcept { return detail::progress_choice(*this).poll_us; }
-
 const std::string& Session::host(int rank) const {
   static const std::string unknown = "?";
   return rank >= 0 && static_cast<std::size_t>(rank) < hosts_.size() ? hosts_[static_cast<std::size_t>(rank)] : unknown;
-}
-
-void Session::check_thread(const char* call) const {
-  if (std::this_thread::get_id() != owner_)
-    throw ConfigError(std::string(call) +
-                      " called from another thread: libasyncps runs under MPI_THREAD_FUNNELED, so only the thread "
-                      "that created the Session may call it, its servers and its workers");
 }
 
 std::string Session::role_name() const {
   return roles_.is_server() ? "server " + std::to_string(roles_.rank) : "worker " + std::to_string(roles_.worker_index());
 }
 
-std::string Session::describe_rank(int rank) const {
-  const std::string& host = this->host(rank);
-  const std::string role = rank < roles_.num_servers ? "server " + std::to_string(rank)
-                                                     : "worker " + std::to_string(rank - roles_.num_servers);
-  return role + " (rank " + std::to_string(rank) + " on " + host + ")";
-}
+std::string Session::describe_rank(int rank) const { return detail::describe_rank(roles_, rank, host(rank)); }
 
 Session::~Session() {
   if (holds_sigterm_) detail::release_termination_signal();

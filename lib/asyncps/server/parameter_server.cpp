@@ -11,6 +11,8 @@
 #include "core/check.h"
 #include "core/rows.h"
 #include "core/vector_ops.h"
+#include "runtime/owner_thread.h"
+#include "runtime/progress_policy.h"
 #include "runtime/rank_runtime.h"
 #include "runtime/termination.h"
 #include "server/progress_engine.h"
@@ -64,7 +66,7 @@ std::string server_problem(const Session& session, std::span<const float> initia
 }  // namespace
 
 ParameterServer::ParameterServer(Session& session, std::span<const float> initial, std::int64_t initial_step) {
-  session.check_thread("ParameterServer");
+  detail::check_thread(session, "ParameterServer");
   impl_ = std::make_unique<Impl>(session, server_problem(session, initial, initial_step));  // collective
   detail::SessionWindows& win = impl_->win();
   const Shard& sh = session.plan().shard(session.roles().rank);
@@ -91,7 +93,7 @@ ParameterServer::ParameterServer(Session& session, std::span<const float> initia
   // every rank: ready() agrees on it)
   std::string ckpt_problem;
   try {
-    impl_->ckpt = std::make_unique<detail::ServerCheckpointer>(session, win, impl_->rt.control(),
+    impl_->ckpt = std::make_unique<detail::ServerCheckpointer>(impl_->rt.job(), win, impl_->rt.control(),
                                                                restored.found ? restored.step : initial_step);
   } catch (const Error& e) {
     ckpt_problem = session.describe_rank(session.roles().rank) + ": " + e.what();
@@ -102,8 +104,9 @@ ParameterServer::ParameterServer(Session& session, std::span<const float> initia
   ASYNCPS_MPI_CHECK(MPI_Win_sync(win.control.get()));
   impl_->rt.ready(ckpt_problem);  // collective
   detail::ProgressConfig pc;
-  pc.wake_on_sockets = session.server_progress() == ServerProgress::Wake;
-  pc.poll_us = session.server_poll_us();
+  const detail::ProgressChoice progress = detail::progress_choice(session);
+  pc.wake_on_sockets = progress.progress == ServerProgress::Wake;
+  pc.poll_us = progress.poll_us;
   pc.spin_us = session.options().server_spin_us;
   // The ticks (heartbeats, stall checks, checkpoint requests, serve()'s callback) at most once a
   // poll, but never more often than every 1 ms: a server that spins (poll_us 0) would otherwise
@@ -119,7 +122,7 @@ ParameterServer::~ParameterServer() = default;
 
 void ParameterServer::serve(const std::function<void()>& tick) {
   Impl& m = *impl_;
-  m.session().check_thread("ParameterServer::serve");
+  detail::check_thread(m.session(), "ParameterServer::serve");
   if (m.served) throw Error("ParameterServer::serve called twice");
   m.served = true;
   // Every rank posts the same non-blocking barrier: workers in finish(), servers here. It
@@ -169,14 +172,14 @@ const Shard& ParameterServer::shard() const noexcept {
 }
 
 std::span<const float> ParameterServer::snapshot() {
-  impl_->session().check_thread("ParameterServer::snapshot");
+  detail::check_thread(impl_->session(), "ParameterServer::snapshot");
   if (impl_->closed) return impl_->final_shard;
   ASYNCPS_MPI_CHECK(MPI_Win_sync(impl_->win().params.get()));
   return {impl_->win().params.data<float>(), shard().size};
 }
 
 std::int64_t ParameterServer::global_step() {
-  impl_->session().check_thread("ParameterServer::global_step");
+  detail::check_thread(impl_->session(), "ParameterServer::global_step");
   if (impl_->session().roles().rank != detail::ControlBlock::kRank)
     throw Error("ParameterServer::global_step: only server 0 holds the control block");
   if (impl_->closed) return impl_->end.state.global_step;

@@ -6,6 +6,7 @@
 
 #include "asyncps/error.h"
 #include "asyncps/mpi_environment.h"
+#include "runtime/owner_thread.h"
 #include "worker/worker_access.h"
 #include "worker/worker_transport.h"
 
@@ -30,7 +31,7 @@ detail::WorkerTransport& detail::transport_of(const WorkerClient& worker) {
 }
 
 WorkerClient::WorkerClient(Session& session) {
-  session.check_thread("WorkerClient");
+  detail::check_thread(session, "WorkerClient");
   impl_ = std::make_unique<detail::WorkerTransport>(session);  // collective with the servers
   Registry& r = registry();
   const std::lock_guard lock(r.mu);
@@ -103,7 +104,7 @@ const WorkerStats& WorkerClient::stats() const noexcept { return impl_->stats();
 int WorkerClient::worker_index() const noexcept { return impl_->worker_index(); }
 void WorkerClient::note_span(const char* name, std::chrono::steady_clock::time_point begin,
                              std::chrono::steady_clock::time_point end) {
-  impl_->session().check_thread("WorkerClient::note_span");
+  detail::check_thread(impl_->session(), "WorkerClient::note_span");
   if (name == nullptr) throw ConfigError("WorkerClient::note_span: the span's name is null");
   if (end < begin) throw ConfigError("WorkerClient::note_span: the span ends before it begins");
   impl_->timeline().span(name, begin, end);

@@ -10,6 +10,7 @@
 #include "asyncps/mpi_environment.h"
 #include "core/check.h"
 #include "core/vector_ops.h"
+#include "runtime/owner_thread.h"
 #include "runtime/progress_policy.h"
 
 namespace asyncps::detail {
@@ -55,7 +56,7 @@ WorkerTransport::WorkerTransport(Session& session)
 }
 
 void WorkerTransport::enter(const char* call) const {
-  rt_session().check_thread(call);
+  check_thread(rt_session(), call);
   if (finished_) throw Error(std::string(call) + " after finish(): the worker's windows are freed");
 }
 
@@ -180,7 +181,7 @@ void WorkerTransport::wait_all() {
 }
 
 void WorkerTransport::drain() {
-  rt_session().check_thread("WorkerClient::drain");
+  check_thread(rt_session(), "WorkerClient::drain");
   if (drained_) return;
   end_compute();
   wait_all();
@@ -200,7 +201,7 @@ void WorkerTransport::drain() {
 
 void WorkerTransport::finish() {
   if (finished_) return;
-  rt_session().check_thread("WorkerClient::finish");
+  check_thread(rt_session(), "WorkerClient::finish");
   drain();
   finished_ = true;
   // Matches the servers' MPI_Ibarrier in serve(): completes when every worker is here. A worker
