@@ -1,6 +1,8 @@
 // Proves: the automatic progress policy (runtime/progress_policy.h) picks, for each kind of job,
 // the server progress, the server's longest sleep and the waiting worker's longest sleep that
-// docs/ARCHITECTURE.md "Server progress" describes, and an explicit Option always wins.
+// docs/ARCHITECTURE.md "Server progress" describes, how the workers' step operations complete
+// with it (request-based beside a woken server, flushed beside a polling one), and an explicit
+// Option always wins.
 #include <catch2/catch.hpp>
 
 #include "asyncps_internal/runtime/progress_policy.h"
@@ -28,6 +30,8 @@ TEST_CASE("operations that complete without the server: it polls, rarely", "[pro
   CHECK(c.progress == ServerProgress::Poll);
   CHECK(c.poll_us == 10000);
   CHECK(c.worker_max_sleep_us == 100);
+  CHECK(c.completion->name() == "flush");
+  CHECK_FALSE(c.worker_sleeps_on_sockets);
 }
 
 TEST_CASE("operations that need the server between hosts: it sleeps until woken", "[progress-policy]") {
@@ -36,6 +40,8 @@ TEST_CASE("operations that need the server between hosts: it sleeps until woken"
   CHECK(c.progress == ServerProgress::Wake);
   CHECK(c.poll_us == 10000);
   CHECK(c.worker_max_sleep_us == 1000);
+  CHECK(c.completion->name() == "request");
+  CHECK(c.worker_sleeps_on_sockets);
   // a rank on its node talks over shared memory, which wakes no socket
   c = choose_progress(facts(true, false, false, true), ServerProgress::Auto, -1);
   CHECK(c.progress == ServerProgress::Wake);
@@ -67,9 +73,11 @@ TEST_CASE("an explicit progress or sleep in the Options always wins", "[progress
   auto c = choose_progress(facts(true, true), ServerProgress::Wake, -1);
   CHECK(c.progress == ServerProgress::Wake);
   CHECK(c.poll_us == 10000);
+  CHECK(c.completion->name() == "request");  // the completion follows the progress chosen
   c = choose_progress(facts(true, false), ServerProgress::Poll, -1);
   CHECK(c.progress == ServerProgress::Poll);
   CHECK(c.poll_us == 50);
+  CHECK(c.completion->name() == "flush");
   c = choose_progress(facts(true, false, true, false, true), ServerProgress::Auto, 250);
   CHECK(c.progress == ServerProgress::Poll);
   CHECK(c.poll_us == 250);

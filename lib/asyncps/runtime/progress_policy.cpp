@@ -53,6 +53,20 @@ constexpr WorkerRow kWorker[] = {
     {[](F) { return true; }, 1000},
 };
 
+// How the workers' step operations complete, and whether a waiting worker sleeps on the sockets.
+// A woken server enters MPI only when bytes arrive: request-based operations complete by their
+// replies, with no flush round trip, and the worker sleeps until they come. A polling server (or
+// none needed): plain operations and one flush (a hardware fetch-and-op on osc rdma), spinning.
+struct CompletionRow {
+  bool (*applies)(ServerProgress);
+  const Completion& (*completion)();
+  bool sleeps_on_sockets;
+};
+const CompletionRow kCompletion[] = {
+    {[](ServerProgress p) { return p == ServerProgress::Wake; }, request_completion, true},
+    {[](ServerProgress) { return true; }, flush_completion, false},
+};
+
 }  // namespace
 
 ProgressChoice choose_progress(const ProgressFacts& facts, ServerProgress requested, int requested_poll_us) {
@@ -74,6 +88,12 @@ ProgressChoice choose_progress(const ProgressFacts& facts, ServerProgress reques
   for (const auto& row : kWorker)
     if (row.applies(facts)) {
       c.worker_max_sleep_us = row.max_sleep_us;
+      break;
+    }
+  for (const auto& row : kCompletion)
+    if (row.applies(c.progress)) {
+      c.completion = &row.completion();
+      c.worker_sleeps_on_sockets = row.sleeps_on_sockets;
       break;
     }
   return c;

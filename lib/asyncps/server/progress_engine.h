@@ -5,12 +5,12 @@
 // only notices shutdown and checkpoint requests, every `poll_us` (10 ms by default).
 // Under osc pt2pt (between hosts, over TCP) an operation completes only when the target enters
 // MPI. The engine enters MPI with MPI_Test on the shutdown barrier's request — progress without
-// a round trip to any rank — and between entries sleeps in poll(2)
-// on the process's sockets (SocketWaiter): it wakes when bytes arrive, enters MPI `burst` times
-// (Open MPI completes what arrived over several entries), keeps entering MPI for `spin_us` after
-// the last arrival (0 by default: measured no better on 1-2 workers), then sleeps again, at
-// most `poll_us` (a bound for work MPI queued internally and for ranks on the same node, whose
-// shared-memory messages wake no socket). docs/DECISIONS.md has the designs measured against
+// a round trip to any rank — at the Wake pace of the one wait loop (transport/wait_loop.h):
+// between entries it sleeps in poll(2) on the process's sockets, wakes when bytes arrive, enters
+// MPI `burst` times (Open MPI completes what arrived over several entries), keeps entering MPI
+// for `spin_us` after the last arrival (0 by default: measured no better on 1-2 workers), then
+// sleeps again, at most `poll_us` (a bound for work MPI queued internally and for ranks on the
+// same node, whose shared-memory messages wake no socket). Polling, it is the loop's Poll pace. docs/DECISIONS.md has the designs measured against
 // it (timed polling, spinning, a progress thread, Casper's ghosts, a flush_all pump).
 #pragma once
 #include <mpi.h>
@@ -21,8 +21,7 @@
 #include <string>
 #include <vector>
 
-#include "transport/request_waiter.h"
-#include "transport/socket_waiter.h"
+#include "transport/wait_loop.h"
 
 namespace asyncps::detail {
 
@@ -49,12 +48,12 @@ class ProgressEngine {
   void run_until(MPI_Request& request, const std::function<void()>& each_tick = {});
   const ProgressStats& stats() const noexcept { return stats_; }
   const ProgressConfig& config() const noexcept { return config_; }
-  std::size_t sockets() const noexcept { return waiter_.sockets(); }
+  std::size_t sockets() const noexcept { return loop_.sockets(); }
 
  private:
   ProgressConfig config_;
   Timeline* timeline_;
-  SocketWaiter waiter_;
+  WaitLoop loop_;
   ProgressStats stats_;
 };
 

@@ -60,13 +60,7 @@ std::int64_t ControlBlock::read(int slot) {
 // ---- workers ---------------------------------------------------------------------------------
 
 void ControlBlock::claim(JobProgress& out, RmaBatch& batch) {
-  std::int64_t* v = out.slots;
-  if (batch.by_request) {
-    channel_->fetch_slots(kGlobalStep, claim_add_, v, 4, MPI_SUM, batch);
-    return;
-  }
-  channel_->fetch_slots(kGlobalStep, claim_add_, v, 1, MPI_SUM, batch);  // a hardware fetch-and-op
-  channel_->fetch_slots(kHalt, nullptr, v + 1, 3, MPI_NO_OP, batch);
+  channel_->fetch_add_first(kGlobalStep, claim_add_, out.slots, 4, batch);
 }
 
 void ControlBlock::give_back() { fetch_add(kGlobalStep, -1); }

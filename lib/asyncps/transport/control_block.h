@@ -67,8 +67,8 @@ class ControlBlock {
 
   // ---- workers: the step protocol ---------------------------------------------------------------
   // +1 on the global step, fetching [step before it, halt, done, beat0] into `out` (valid once
-  // `batch` completes; `out` must stay alive until then). A request batch: one
-  // MPI_Rget_accumulate; a flushed one: MPI_Fetch_and_op on the step and a read of the rest.
+  // `batch` completes; `out` must stay alive until then), in the form of the batch's strategy
+  // (transport/completion.h: one MPI_Rget_accumulate, or MPI_Fetch_and_op and a read).
   void claim(JobProgress& out, RmaBatch& batch);
   void give_back();                          // -1: a claimed step that was not used
   std::int64_t add_to_step(std::int64_t n);  // returns the step before

@@ -1,16 +1,28 @@
 // defines: RequestWaiter, wait_sleeping
 #include "transport/request_waiter.h"
 
-#include <algorithm>
-#include <thread>
-
 #include "core/check.h"
 
 namespace asyncps::detail {
 
 namespace {
 using Clock = std::chrono::steady_clock;
+
+WaitPace worker_pace(bool sleep_on_sockets, int spin_us, int max_sleep_us) {
+  if (!sleep_on_sockets) return WaitPace{WaitMode::Spin};
+  WaitPace p;
+  p.mode = WaitMode::Wake;
+  p.spin_us = spin_us;
+  p.max_sleep_us = max_sleep_us;
+  p.first_sleep_us = p.sleep_after_wake_us = kFirstBackoffUs / 2;
+  p.yield_without_sockets = true;  // the reply may come over shared memory: look again soon
+  return p;
+}
+
 }  // namespace
+
+RequestWaiter::RequestWaiter(bool sleep_on_sockets, int spin_us, int max_sleep_us)
+    : loop_(worker_pace(sleep_on_sockets, spin_us, max_sleep_us)) {}
 
 // A waiting worker is alive: it beats (so server 0 names the rank it waits for, not it), and
 // gives up once the wait has outlasted the timeout and its grace.
@@ -21,58 +33,52 @@ void RequestWaiter::check_stall(Clock::time_point since) const {
 
 void RequestWaiter::wait_all(MPI_Request* reqs, int n) {
   if (n == 0) return;
-  int done = 0;
-  if (!sleep_) {
-    if (!watch_ || !watch_->watching()) {
-      ASYNCPS_MPI_CHECK(MPI_Waitall(n, reqs, MPI_STATUSES_IGNORE));
-      return;
-    }
-    // the same spin as MPI_Waitall, with a look at the clock every 4096 tests
-    const auto t0 = Clock::now();
-    for (unsigned i = 1;; ++i) {
-      ASYNCPS_MPI_CHECK(MPI_Testall(n, reqs, &done, MPI_STATUSES_IGNORE));
-      if (done) return;
-      if (i % 4096 == 0) check_stall(t0);
-    }
+  const bool spin = loop_.pace().mode == WaitMode::Spin;
+  if (spin && (!watch_ || !watch_->watching())) {  // nothing to look at while it spins
+    ASYNCPS_MPI_CHECK(MPI_Waitall(n, reqs, MPI_STATUSES_IGNORE));
+    return;
   }
-  const auto t0 = Clock::now();
-  int backoff_us = std::min(kFirstBackoffUs / 2, max_sleep_us_);
-  for (;;) {
-    ASYNCPS_MPI_CHECK(MPI_Testall(n, reqs, &done, MPI_STATUSES_IGNORE));
-    if (done) return;
-    const auto now = Clock::now();
-    if (now - t0 < std::chrono::microseconds(spin_us_)) continue;
-    check_stall(t0);
-    if (now - last_scan_ >= kSocketRescanEvery) {  // (the first wait scans: last_scan_ starts at 0)
-      sockets_.rescan();
-      last_scan_ = now;
+  // past its first spin, every round of a waiting worker is a heartbeat and a look at how long
+  // it has waited
+  struct Hooks : WaitHooks {
+    const RequestWaiter* self;
+    Clock::time_point t0, spun;
+    int round(Clock::time_point now) {
+      if (now >= spun) self->check_stall(t0);
+      return INT_MAX;
     }
-    if (!sockets_.usable()) {
-      std::this_thread::yield();
-      continue;
-    }
-    // short sleeps first, doubling: a wake-up can be missed when MPI completes a request on a
-    // later entry without new bytes arriving
-    if (!sockets_.wait(backoff_us)) {
-      backoff_us = std::min(2 * backoff_us, max_sleep_us_);
-      continue;
-    }
-    backoff_us = std::min(kFirstBackoffUs / 2, max_sleep_us_);
-    for (int i = 0; i < kBurstAfterWake && !done; ++i)
-      ASYNCPS_MPI_CHECK(MPI_Testall(n, reqs, &done, MPI_STATUSES_IGNORE));
-    if (sockets_.connection_pending()) last_scan_ = std::chrono::steady_clock::time_point{};
-    if (done) return;
-  }
+  } hooks;
+  hooks.self = this;
+  hooks.t0 = Clock::now();
+  hooks.spun = spin ? hooks.t0 : hooks.t0 + std::chrono::microseconds(loop_.pace().spin_us);
+  loop_.run(
+      [&] {
+        int done = 0;
+        ASYNCPS_MPI_CHECK(MPI_Testall(n, reqs, &done, MPI_STATUSES_IGNORE));
+        return done != 0;
+      },
+      hooks);
 }
 
 void wait_sleeping(MPI_Request& request, int poll_us, const std::function<void()>& each_round) {
-  for (;;) {
-    int done = 0;
-    ASYNCPS_MPI_CHECK(MPI_Test(&request, &done, MPI_STATUS_IGNORE));
-    if (done) return;
-    if (each_round) each_round();
-    std::this_thread::sleep_for(std::chrono::microseconds(poll_us));
-  }
+  struct Hooks : WaitHooks {
+    const std::function<void()>* each;
+    int round(Clock::time_point) {
+      if (*each) (*each)();
+      return INT_MAX;
+    }
+  } hooks;
+  hooks.each = &each_round;
+  WaitPace pace{WaitMode::Poll};
+  pace.max_sleep_us = poll_us;
+  WaitLoop loop(pace);
+  loop.run(
+      [&] {
+        int done = 0;
+        ASYNCPS_MPI_CHECK(MPI_Test(&request, &done, MPI_STATUS_IGNORE));
+        return done != 0;
+      },
+      hooks);
 }
 
 }  // namespace asyncps::detail

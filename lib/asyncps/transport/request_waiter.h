@@ -1,6 +1,6 @@
-// defines: asyncps::detail::RequestWaiter, WaitWatch, wait_sleeping, kBurstAfterWake
+// defines: asyncps::detail::RequestWaiter, WaitWatch, wait_sleeping
 // How a rank waits for its own one-sided requests and for a non-blocking collective without
-// busy-spinning a core it may share with the rank it waits for.
+// busy-spinning a core it may share with the rank it waits for (the loop: transport/wait_loop.h).
 #pragma once
 #include <mpi.h>
 
@@ -9,14 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "transport/socket_waiter.h"
+#include "transport/wait_loop.h"
 
 namespace asyncps::detail {
-
-// Entries into MPI right after a wake-up: Open MPI completes what arrived (and sends the
-// replies) over several entries, and no socket wakes anyone for that (1 entry: most steps waited
-// for the next timeout; 16: none did). Used by the server and by waiting workers alike.
-inline constexpr int kBurstAfterWake = 16;
 
 // Whoever watches this rank's liveness while it waits (diagnostics' Liveness implements it):
 // the transport tells it that the rank is alive and how long a wait has lasted.
@@ -31,17 +26,17 @@ class WaitWatch {
 };
 
 // Completes requests. Sleeping on sockets (transports that need the target: the reply comes over
-// a socket), it spins `spin_us`, then sleeps in poll(2) until bytes arrive (at most
-// `max_sleep_us` at a time) and enters MPI a burst of times after each wake-up: a waiting worker
-// then leaves its core to the ranks that share it (the server it waits for, among them).
-// Without sockets it spins inside MPI (shared memory: the answer is microseconds away).
+// a socket), it waits at the WaitLoop's Wake pace: spins `spin_us`, then sleeps in poll(2) until
+// bytes arrive (at most `max_sleep_us` at a time) and enters MPI a burst of times after each
+// wake-up: a waiting worker then leaves its core to the ranks that share it (the server it waits
+// for, among them). Without sockets it spins inside MPI (shared memory: the answer is
+// microseconds away).
 class RequestWaiter {
  public:
   RequestWaiter() = default;
   // `max_sleep_us`: the longest single sleep (short when replies may come over shared memory,
   // which wakes no socket).
-  RequestWaiter(bool sleep_on_sockets, int spin_us, int max_sleep_us = 1000)
-      : sleep_(sleep_on_sockets), spin_us_(spin_us), max_sleep_us_(max_sleep_us) {}
+  RequestWaiter(bool sleep_on_sockets, int spin_us, int max_sleep_us = 1000);
   void wait_all(std::vector<MPI_Request>& reqs) {
     wait_all(reqs.data(), static_cast<int>(reqs.size()));
     reqs.clear();
@@ -60,14 +55,11 @@ class RequestWaiter {
   void check_stall(std::chrono::steady_clock::time_point since) const;
   WaitWatch* watch_ = nullptr;
   std::string whom_;
-  bool sleep_ = false;
-  int spin_us_ = 50;
-  int max_sleep_us_ = 1000;
-  SocketWaiter sockets_;
-  std::chrono::steady_clock::time_point last_scan_{};
+  WaitLoop loop_{WaitPace{WaitMode::Spin}};
 };
 
-// Completes `request`, entering MPI every `poll_us` and sleeping in between (never spinning).
+// Completes `request`, entering MPI every `poll_us` and sleeping in between (never spinning: the
+// WaitLoop's Poll pace).
 // `each_round`, if given, runs after every unsuccessful test.
 void wait_sleeping(MPI_Request& request, int poll_us, const std::function<void()>& each_round = {});
 

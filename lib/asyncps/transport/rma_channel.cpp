@@ -12,9 +12,9 @@ RmaChannel::RmaChannel(const ChannelConfig& config)
       chunk_floats_(std::max<std::size_t>(1, config.chunk_bytes / sizeof(float))),
       atomic_pull_(config.atomic_pull) {}
 
-void RmaChannel::configure(Completion completion, RequestWaiter waiter, WaitWatch* watch, double flush_timeout,
-                           std::string flush_what, std::string waiting_for) {
-  completion_ = completion;
+void RmaChannel::configure(const Completion& completion, RequestWaiter waiter, WaitWatch* watch,
+                           double flush_timeout, std::string flush_what, std::string waiting_for) {
+  completion_ = &completion;
   waiter_ = std::move(waiter);
   watch_ = watch;
   flush_timeout_ = flush_timeout;
@@ -33,52 +33,30 @@ MPI_Win RmaChannel::win_of(Table table) const noexcept {
   return MPI_WIN_NULL;
 }
 
+// What the batch must flush, and what the channel must flush before a later read or the end:
+// writes always (complete at the targets only after a flush); every operation of a strategy
+// that only a flush completes.
+void RmaChannel::issued(Table table, RmaBatch& batch, bool write) noexcept {
+  const auto t = static_cast<unsigned>(table);
+  const bool by_flush = batch.how->completes_by_flush();
+  if (write) writes_ |= t;
+  if (by_flush) unflushed_ |= t;
+  if (write || by_flush) batch.touched |= t;
+}
+
 void RmaChannel::read(Table table, float* dst, RmaBatch& batch) {
   const MPI_Win w = win_of(table);
   const bool atomic = table != Table::Params || atomic_pull_;
   for_each_piece([&](int target, MPI_Aint disp, std::size_t off, int n) {
-    if (!batch.by_request) {
-      if (atomic)
-        ASYNCPS_MPI_CHECK(MPI_Get_accumulate(nullptr, 0, MPI_FLOAT, dst + off, n, MPI_FLOAT, target, disp, n,
-                                             MPI_FLOAT, MPI_NO_OP, w));
-      else
-        ASYNCPS_MPI_CHECK(MPI_Get(dst + off, n, MPI_FLOAT, target, disp, n, MPI_FLOAT, w));
-      return;
-    }
-    MPI_Request r;
-    if (atomic)
-      ASYNCPS_MPI_CHECK(MPI_Rget_accumulate(nullptr, 0, MPI_FLOAT, dst + off, n, MPI_FLOAT, target, disp, n, MPI_FLOAT,
-                                            MPI_NO_OP, w, &r));
-    else
-      ASYNCPS_MPI_CHECK(MPI_Rget(dst + off, n, MPI_FLOAT, target, disp, n, MPI_FLOAT, w, &r));
-    batch.requests.push_back(r);
+    batch.how->read(dst + off, n, MPI_FLOAT, target, disp, atomic, w, batch);
   });
   issued(table, batch, /*write=*/false);  // (a request read completes by its data)
 }
 
-void RmaChannel::issued(Table table, RmaBatch& batch, bool write) noexcept {
-  const auto t = static_cast<unsigned>(table);
-  if (write) writes_ |= t;
-  if (!batch.by_request) unflushed_ |= t;
-  if (write || !batch.by_request) batch.touched |= t;
-}
-
-namespace {
-void accumulate(const float* src, MPI_Op op, MPI_Win w, RmaBatch& batch, int target, MPI_Aint disp, int n) {
-  if (!batch.by_request) {
-    ASYNCPS_MPI_CHECK(MPI_Accumulate(src, n, MPI_FLOAT, target, disp, n, MPI_FLOAT, op, w));
-    return;
-  }
-  MPI_Request r;
-  ASYNCPS_MPI_CHECK(MPI_Raccumulate(src, n, MPI_FLOAT, target, disp, n, MPI_FLOAT, op, w, &r));
-  batch.requests.push_back(r);
-}
-}  // namespace
-
 void RmaChannel::add(Table table, const float* src, RmaBatch& batch) {
   const MPI_Win w = win_of(table);
   for_each_piece([&](int target, MPI_Aint disp, std::size_t off, int n) {
-    accumulate(src + off, MPI_SUM, w, batch, target, disp, n);
+    batch.how->accumulate(src + off, n, MPI_FLOAT, target, disp, MPI_SUM, w, batch);
   });
   issued(table, batch, /*write=*/true);
 }
@@ -86,7 +64,7 @@ void RmaChannel::add(Table table, const float* src, RmaBatch& batch) {
 void RmaChannel::replace(Table table, const float* src, RmaBatch& batch) {
   const MPI_Win w = win_of(table);
   for_each_piece([&](int target, MPI_Aint disp, std::size_t off, int n) {
-    accumulate(src + off, MPI_REPLACE, w, batch, target, disp, n);
+    batch.how->accumulate(src + off, n, MPI_FLOAT, target, disp, MPI_REPLACE, w, batch);
   });
   issued(table, batch, /*write=*/true);
 }
@@ -95,16 +73,7 @@ void RmaChannel::read_run(Table table, int target, MPI_Aint disp, float* dst, st
   const MPI_Win w = win_of(table);
   for (std::size_t done = 0; done < n; done += chunk_floats_) {
     const int k = static_cast<int>(std::min(chunk_floats_, n - done));
-    const MPI_Aint d = disp + static_cast<MPI_Aint>(done);
-    if (batch.by_request) {
-      MPI_Request r;
-      ASYNCPS_MPI_CHECK(MPI_Rget_accumulate(nullptr, 0, MPI_FLOAT, dst + done, k, MPI_FLOAT, target, d, k, MPI_FLOAT,
-                                            MPI_NO_OP, w, &r));
-      batch.requests.push_back(r);
-    } else {
-      ASYNCPS_MPI_CHECK(MPI_Get_accumulate(nullptr, 0, MPI_FLOAT, dst + done, k, MPI_FLOAT, target, d, k, MPI_FLOAT,
-                                           MPI_NO_OP, w));
-    }
+    batch.how->read(dst + done, k, MPI_FLOAT, target, disp + static_cast<MPI_Aint>(done), /*atomic=*/true, w, batch);
   }
   issued(table, batch, /*write=*/false);
 }
@@ -113,39 +82,25 @@ void RmaChannel::add_run(Table table, int target, MPI_Aint disp, const float* sr
   const MPI_Win w = win_of(table);
   for (std::size_t done = 0; done < n; done += chunk_floats_) {
     const int k = static_cast<int>(std::min(chunk_floats_, n - done));
-    accumulate(src + done, MPI_SUM, w, batch, target, disp + static_cast<MPI_Aint>(done), k);
+    batch.how->accumulate(src + done, k, MPI_FLOAT, target, disp + static_cast<MPI_Aint>(done), MPI_SUM, w, batch);
   }
   issued(table, batch, /*write=*/true);
 }
 
 void RmaChannel::fetch_slots(int slot, const std::int64_t* add, std::int64_t* result, int count, MPI_Op op,
                              RmaBatch& batch) {
-  const MPI_Win w = win_.control.get();
-  const int origin_count = op == MPI_NO_OP ? 0 : count;
-  if (batch.by_request) {
-    MPI_Request r;
-    ASYNCPS_MPI_CHECK(MPI_Rget_accumulate(add, origin_count, MPI_INT64_T, result, count, MPI_INT64_T,
-                                          kControlRank, slot, count, MPI_INT64_T, op, w, &r));
-    batch.requests.push_back(r);
-    return;
-  }
-  if (count == 1 && op == MPI_SUM)
-    ASYNCPS_MPI_CHECK(MPI_Fetch_and_op(add, result, MPI_INT64_T, kControlRank, slot, MPI_SUM, w));
-  else
-    ASYNCPS_MPI_CHECK(MPI_Get_accumulate(add, origin_count, MPI_INT64_T, result, count, MPI_INT64_T,
-                                         kControlRank, slot, count, MPI_INT64_T, op, w));
-  issued(Table::Control, batch, /*write=*/false);  // (a fetch's result completes it; plain: the flush)
+  batch.how->fetch(add, result, count, MPI_INT64_T, kControlRank, slot, op, win_.control.get(), batch);
+  issued(Table::Control, batch, /*write=*/false);  // (a fetch's result completes it, or the flush)
+}
+
+void RmaChannel::fetch_add_first(int slot, const std::int64_t* add, std::int64_t* result, int count,
+                                 RmaBatch& batch) {
+  batch.how->fetch_add_first(add, result, count, kControlRank, slot, win_.control.get(), batch);
+  issued(Table::Control, batch, /*write=*/false);
 }
 
 void RmaChannel::add_slots(int slot, const std::int64_t* add, int count, MPI_Datatype type, RmaBatch& batch) {
-  const MPI_Win w = win_.control.get();
-  if (batch.by_request) {
-    MPI_Request r;
-    ASYNCPS_MPI_CHECK(MPI_Raccumulate(add, count, type, kControlRank, slot, count, type, MPI_SUM, w, &r));
-    batch.requests.push_back(r);
-  } else {
-    ASYNCPS_MPI_CHECK(MPI_Accumulate(add, count, type, kControlRank, slot, count, type, MPI_SUM, w));
-  }
+  batch.how->accumulate(add, count, type, kControlRank, slot, MPI_SUM, win_.control.get(), batch);
   issued(Table::Control, batch, /*write=*/true);
 }
 
@@ -172,7 +127,7 @@ void RmaChannel::flush_needed(unsigned tables) {
 
 void RmaChannel::complete_local(RmaBatch& batch) {
   if (!batch.requests.empty()) wait(batch.requests);
-  if (!batch.by_request) {  // plain operations: only a flush completes them, locally or not
+  if (batch.how->completes_by_flush()) {  // only a flush completes them, locally or not
     flush_needed(batch.touched);
     batch.touched = 0;
   }

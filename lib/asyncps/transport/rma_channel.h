@@ -1,22 +1,15 @@
-// defines: asyncps::detail::RmaChannel, RmaBatch, Table, Completion
+// defines: asyncps::detail::RmaChannel, Table
 // One rank's one-sided access to the session's windows. The channel owns the windows and this
 // rank's passive-target epochs on them (one MPI_Win_lock_all each, for the session's life), cuts
 // every arena transfer into pieces (one per shard, large shards cut into Options::chunk_bytes:
-// pt2pt slows sharply on huge messages), and completes operations by one strategy, chosen once
-// when the channel is set up:
-//   Completion::Request  every operation is request-based; a batch completes by its requests
-//                        (a read or a fetch: its data is back, nothing more to do; a write: local
-//                        completion, made remote by a later flush). For transports that need
-//                        the target (pt2pt between hosts): one wait, which sleeps, no flush
-//                        round trip.
-//   Completion::Flush    plain operations, completed by one MPI_Win_flush per window touched
-//                        (one node, osc rdma: the faster form there, a hardware fetch-and-op).
-// Blocking calls and tickets pick their batch kind explicitly (RmaBatch::flushed(),
-// RmaBatch::requests()); the step's hot path takes the channel's (batch()).
+// pt2pt slows sharply on huge messages), and hands each piece to its batch's completion strategy
+// (transport/completion.h: flush- or request-based), which issues it in its form. The step's hot
+// path takes the strategy the session chose (batch()); blocking calls and tickets pick theirs
+// (RmaBatch::flushed(), RmaBatch::requests_batch()).
 //
 // The channel tracks which windows hold writes not yet complete at their targets, and which hold
-// plain operations not yet flushed, so that a flush happens once, where a batch, a later read or
-// the end of the job needs it (pending(), flush()).
+// operations that only a flush completes, so that a flush happens once, where a batch, a later
+// read or the end of the job needs it (pending(), flush()).
 #pragma once
 #include <mpi.h>
 
@@ -26,8 +19,9 @@
 #include <string>
 #include <vector>
 
-#include "transport/channel_config.h"
 #include "core/check.h"
+#include "transport/channel_config.h"
+#include "transport/completion.h"
 #include "transport/request_waiter.h"
 #include "transport/session_windows.h"
 
@@ -36,34 +30,23 @@ namespace asyncps::detail {
 // The windows the channel reaches: the arena and its shard-sized companions, the control block
 // on rank 0, and the embedding tables' rows.
 enum class Table : unsigned { Params = 1, Accum = 2, Shadow = 4, Control = 8, Rows = 16 };
-enum class Completion { Flush, Request };
-
-// Operations in flight together, completed together (RmaChannel::complete).
-struct RmaBatch {
-  bool by_request = true;
-  std::vector<MPI_Request> requests;
-  unsigned touched = 0;  // tables a flush must complete it on (writes; every operation when flushed)
-  static RmaBatch requests_batch() { return RmaBatch{true, {}, 0}; }
-  static RmaBatch flushed() { return RmaBatch{false, {}, 0}; }
-  bool empty() const noexcept { return requests.empty() && touched == 0; }
-};
 
 class RmaChannel {
  public:
   RmaChannel() = default;
   // Collective over config.comm: creates the windows (same order on every rank) and opens the
-  // epochs. Completion::Flush until configure() says otherwise.
+  // epochs. Flush-based until configure() says otherwise.
   explicit RmaChannel(const ChannelConfig& config);
   RmaChannel(RmaChannel&&) noexcept = default;
   RmaChannel& operator=(RmaChannel&&) noexcept = default;
 
-  // The completion strategy, the waiter for request-based waits, and the watch every operation
-  // beats and every wait reports to (null: none). A flush that blocks for the targets is
+  // The completion strategy of the step's path (batch()), the waiter for request-based waits,
+  // and the watch every operation beats and every wait reports to (null: none). A flush that blocks for the targets is
   // watched for `flush_timeout` seconds (0: not), with `flush_what` as the stall's message.
-  void configure(Completion completion, RequestWaiter waiter, WaitWatch* watch, double flush_timeout,
+  void configure(const Completion& completion, RequestWaiter waiter, WaitWatch* watch, double flush_timeout,
                  std::string flush_what, std::string waiting_for);
-  Completion completion() const noexcept { return completion_; }
-  RmaBatch batch() const { return RmaBatch{completion_ == Completion::Request, {}, 0}; }
+  const Completion& completion() const noexcept { return *completion_; }
+  RmaBatch batch() const { return RmaBatch{completion_, {}, 0}; }
 
   // ---- the arena tables (Params, Accum, Shadow), one operation per piece ----------------------
   // dst = table: element-wise atomic (MPI_Get_accumulate(MPI_NO_OP), ordered after this rank's
@@ -88,10 +71,10 @@ class RmaChannel {
 
   // ---- the control block on rank 0 (int64 slots; see ControlBlock) -----------------------------
   // result[0..count) = slots before the operation; slots (op)= add (MPI_SUM, or MPI_NO_OP: a read).
-  // Request batches: one MPI_Rget_accumulate. Flushed ones: MPI_Fetch_and_op for one slot, else
-  // MPI_Get_accumulate.
   void fetch_slots(int slot, const std::int64_t* add, std::int64_t* result, int count, MPI_Op op,
                    RmaBatch& batch);
+  // result[0..count) = slots before; the first += add[0] (add[1..count) are 0): the step claim.
+  void fetch_add_first(int slot, const std::int64_t* add, std::int64_t* result, int count, RmaBatch& batch);
   // slots += add, nothing fetched (counts as a write: complete at the target after a flush).
   void add_slots(int slot, const std::int64_t* add, int count, MPI_Datatype type, RmaBatch& batch);
   // One read-modify-write, complete on return (request-based: the data coming back completes it).
@@ -132,7 +115,7 @@ class RmaChannel {
   SessionWindows win_;
   std::size_t chunk_floats_ = 1;
   bool atomic_pull_ = true;
-  Completion completion_ = Completion::Flush;
+  const Completion* completion_ = &flush_completion();
   RequestWaiter waiter_;
   WaitWatch* watch_ = nullptr;
   double flush_timeout_ = 0;

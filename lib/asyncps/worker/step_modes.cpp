@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "core/vector_ops.h"
+#include "worker/update_rule.h"
 #include "worker/worker_access.h"
 
 namespace asyncps::detail {
@@ -133,7 +134,8 @@ class SyncRounds final : public StepMode {
 class ClaimedSteps : public StepMode {
  public:
   explicit ClaimedSteps(WorkerClient& worker, bool prefetch)
-      : StepMode(worker), prefetch_(prefetch), step_batch_(ch_.batch()), prefetch_batch_(ch_.batch()) {}
+      : StepMode(worker), prefetch_(prefetch), step_batch_(ch_.batch()), prefetch_batch_(ch_.batch()),
+        rules_(update_rules(t_.options(), t_.num_workers())), view_(*this) {}
 
   std::optional<StepStart> begin(std::span<float> params, std::int64_t limit) override {
     if (!gate(limit)) return std::nullopt;
@@ -152,7 +154,7 @@ class ClaimedSteps : public StepMode {
       ch_.complete(step_batch_);
     }
     complete_push();  // (usually long complete: it left before the claim and pull)
-    if (t_.options().dc_lambda > 0) dc_read_.assign(params.begin(), params.end());  // w_read
+    for (auto& rule : rules_) rule->began(params);
     t_.liveness().saw_server0(got->beat0());
     resolve(got->step());
     ++t_.stats().pulls;
@@ -186,26 +188,9 @@ class ClaimedSteps : public StepMode {
     ++t_.stats().steps;
     ++clock_;  // a skipped update still spends its step (and its clock: nobody waits for it)
     complete_push();  // overlap: the buffer of the last push is free again
-    std::int64_t tau = -1;
-    if (t_.options().staleness_lr) {  // needs tau now: one read of the steps claimed since ours
-      tau = std::max<std::int64_t>(0, control_.global_step() - out.global_step);
-      // scale / max(1, tau)^power (power 1: Zhang et al.'s 1/tau; 0.5: 1/sqrt(tau)); relative:
-      // scale * ((1 + mean tau) / (1 + tau))^power, mean tau the job's: W - 1 (Little's law: W
-      // updates in flight), one more with overlap (the prefetched claim counts the worker's own)
-      const double mean = static_cast<double>(t_.num_workers() - 1 + (t_.options().overlap ? 1 : 0));
-      scale = static_cast<float>(scale * staleness_lr_scale(tau, mean, t_.options().staleness_lr_power,
-                                                            t_.options().staleness_lr_relative));
-    }
-    if (t_.options().dc_lambda > 0) {  // g + lambda * g*g*(w_now - w_read): one more read of the arena
-      const auto t_dc = WorkerClock::now();
-      dc_now_.resize(t_.arena());
-      dc_grad_.resize(t_.arena());
-      order_pull_after_push();
-      client_.pull(dc_now_);
-      dc_correct(dc_grad_.data(), grad.data(), dc_now_.data(), dc_read_.data(), t_.arena(), t_.options().dc_lambda);
-      grad = dc_grad_;
-      t_.timeline().span("dc read", t_dc, WorkerClock::now());
-    }
+    view_.start(out.global_step);
+    for (auto& rule : rules_) rule->apply(view_, grad, scale);  // (none: nothing read, nothing changed)
+    const std::int64_t tau = view_.known_staleness();
     out.nonfinite = !stage(grad, scale);  // NaN or Inf in what would be pushed: nothing is
     if (out.nonfinite) {
       ++t_.stats().nonfinite;
@@ -270,8 +255,36 @@ class ClaimedSteps : public StepMode {
   // Staleness is known once a later claim reports how many steps were claimed meanwhile:
   std::vector<std::int64_t> unresolved_;  // steps pushed, not yet given to a claim
   std::vector<std::int64_t> resolving_;   // steps the claim in flight will resolve
-  // DC-ASGD: the parameters the gradient was computed at, the arena read again, the result
-  AlignedFloats dc_read_, dc_now_, dc_grad_;
+
+  // What the update rules may ask of this step (worker/update_rule.h), each at most once.
+  class View final : public StepView {
+   public:
+    explicit View(ClaimedSteps& s) : s_(s) {}
+    void start(std::int64_t global_step) {
+      step_ = global_step;
+      tau_ = -1;
+    }
+    std::int64_t known_staleness() const noexcept { return tau_; }  // -1: no rule asked
+    std::int64_t staleness() override {  // one read of the steps claimed since ours
+      if (tau_ < 0) tau_ = std::max<std::int64_t>(0, s_.control_.global_step() - step_);
+      return tau_;
+    }
+    std::span<const float> parameters_now() override {  // one more read of the arena
+      const auto t0 = WorkerClock::now();
+      now_.resize(s_.t_.arena());
+      s_.order_pull_after_push();
+      s_.client_.pull(now_);
+      s_.t_.timeline().span("dc read", t0, WorkerClock::now());
+      return now_;
+    }
+
+   private:
+    ClaimedSteps& s_;
+    std::int64_t step_ = 0, tau_ = -1;
+    AlignedFloats now_;  // [arena]
+  };
+  std::vector<std::unique_ptr<UpdateRule>> rules_;  // the dense update rules in effect (Options)
+  View view_;
 };
 
 // ---- ssp --------------------------------------------------------------------------------------

@@ -37,22 +37,24 @@ WorkerTransport::WorkerTransport(Session& session)
       num_workers_(session.roles().num_workers()),
       worker_index_(session.roles().worker_index()) {
   rt_.ready("");  // the servers have filled their shards: this agreement ends both constructors
-  // Servers that sleep until woken: complete by request, and sleep while waiting. Where operations
-  // need the target (between hosts; MPICH on one node too) a flush waits for a server, so it is
+  // How the step's operations complete and how a waiting worker waits go with the servers'
+  // progress (runtime/progress_policy.cpp). Where operations need the target (between hosts;
+  // MPICH on one node too) or the servers sleep until woken, a flush waits for a server, so it is
   // watched; where they complete without it, the watch stays off the step's path.
   const ProgressChoice policy = progress_choice(session);
-  const bool by_request = policy.progress == ServerProgress::Wake;
-  const bool watched = by_request || session.rma_needs_target();
-  rt_.channel().configure(by_request ? Completion::Request : Completion::Flush,
-                          RequestWaiter(by_request, options_.wait_spin_us, policy.worker_max_sleep_us),
+  const bool watched = policy.worker_sleeps_on_sockets || session.rma_needs_target();
+  rt_.channel().configure(*policy.completion,
+                          RequestWaiter(policy.worker_sleeps_on_sockets, options_.wait_spin_us,
+                                        policy.worker_max_sleep_us),
                           &rt_.liveness(), watched ? watch_timeout(options_.stall_timeout) : 0,
                           session.role_name() + " waiting in MPI_Win_flush for " + the_servers(session),
                           "an answer from " + the_servers(session));
   if (log_enabled(LogLevel::Debug))
-    log(LogLevel::Debug, session.role_name() + ": operations complete by " + (by_request ? "request" : "flush") +
+    log(LogLevel::Debug, session.role_name() + ": operations complete by " + std::string(policy.completion->name()) +
                              "; a wait spins " + std::to_string(options_.wait_spin_us) + " us, then sleeps at most " +
-                             std::to_string(policy.worker_max_sleep_us) + " us" + (by_request ? " on the sockets" : "") +
-                             "; flushes " + (watched ? "watched by the stall timeout" : "not watched"));
+                             std::to_string(policy.worker_max_sleep_us) + " us" +
+                             (policy.worker_sleeps_on_sockets ? " on the sockets" : "") + "; flushes " +
+                             (watched ? "watched by the stall timeout" : "not watched"));
 }
 
 void WorkerTransport::enter(const char* call) const {
