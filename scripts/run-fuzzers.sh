@@ -2,7 +2,8 @@
 # usage: run-fuzzers.sh BUILD_DIR SECONDS [TARGET...]
 # Runs each libFuzzer target of fuzz/ (built in BUILD_DIR: ASYNCPS_BUILD_FUZZERS=ON, target
 # asyncps_fuzzers) for SECONDS, one after the other, each on a fresh copy of its seed corpus
-# (fuzz/corpus/<target>/, never written to) with its dictionary (fuzz/dict/), and fails if any
+# (fuzz/corpus/<target>/, never written to) with its dictionary (fuzz/dict/; fuzz_config's also
+# every flag its parser has, which the binary lists: fuzz/fuzz_config.cpp), and fails if any
 # of them finds a crash, a sanitizer report, an exception outside its contract, a timeout
 # (10 s for one input) or an allocation over 64 MiB. The input that did it is kept in
 # BUILD_DIR/fuzz-artifacts/ and the command that replays it is printed.
@@ -32,10 +33,15 @@ for t in "${targets[@]}"; do
   [ -n "${dict[$t]:-}" ] || { echo "run-fuzzers: unknown target $t" >&2; exit 2; }
   mkdir -p "$work/$t"
   cp -r "$root/fuzz/corpus/$t/." "$work/$t/"
-  echo "=== fuzz_$t: ${seconds}s from $(ls "$work/$t" | wc -l) seeds"
+  cp "$root/fuzz/dict/${dict[$t]}.dict" "$work/$t.dict"
+  if [ "$t" = config ]; then  # + every flag of the parser and the library's choices, as the binary lists them
+    ASYNCPS_FUZZ_PRINT_DICT=1 "$exe" >>"$work/$t.dict" 2>"$work/$t.dict.err" ||
+      { cat "$work/$t.dict.err"; echo "run-fuzzers: fuzz_$t could not list its flags" >&2; exit 2; }
+  fi
+  echo "=== fuzz_$t: ${seconds}s from $(ls "$work/$t" | wc -l) seeds, $(grep -c '^"' "$work/$t.dict") dictionary entries"
   start=$(date +%s)
   "$exe" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=64 \
-    -dict="$root/fuzz/dict/${dict[$t]}.dict" -artifact_prefix="$artifacts/$t-" -print_final_stats=1 \
+    -dict="$work/$t.dict" -artifact_prefix="$artifacts/$t-" -print_final_stats=1 \
     "$work/$t" >"$work/$t.log" 2>&1
   rc=$?
   grep -E "^(#[0-9]+ +DONE|stat::number_of_executed_units|Done [0-9]+ runs)" "$work/$t.log" || true

@@ -22,7 +22,7 @@ import sys
 RANK = {"core": 0, "transport": 1, "diagnostics": 2, "checkpoint": 3, "runtime": 4, "server": 5, "worker": 5}
 PUBLIC = {
     "error": "core", "limits": "core", "log": "core", "param_layout": "core", "roles": "core", "staleness": "core",
-    "cpu_kernels": "core", "options": "core", "option_choices": "core", "version": "core",
+    "cpu_kernels": "core", "options": "core", "option_choices": "core", "option_table": "core", "version": "core",
     "stall_watch": "diagnostics", "summary_writer": "diagnostics",
     "checkpoint": "checkpoint",
     "session": "runtime", "mpi_environment": "runtime",

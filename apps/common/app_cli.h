@@ -6,7 +6,6 @@
 #include <cstdio>
 #include <cstring>
 #include <regex>
-#include <span>
 #include <sstream>
 #include <string>
 #include <string_view>
@@ -53,14 +52,16 @@ inline void refuse_placeholders(const std::string& text, const char* where) {
     throw asyncps::ConfigError(std::string(where) + " holds a '%name%' token (not allowed in a flag or its value)");
 }
 
-using NameMap = std::span<const std::pair<const char*, const char*>>;
-
-// The message with every API name of `names` (longest first) replaced by its flag.
-inline std::string with_names(std::string_view library_message, NameMap names) {
+// The message with every API name of `names` ({api, flag} pairs, longest api first) replaced by
+// its flag.
+template <class Names>
+std::string with_names(std::string_view library_message, const Names& names) {
   std::string m(library_message);
-  for (const auto& [api, flag] : names)
-    for (std::size_t at = m.find(api); at != std::string::npos; at = m.find(api, at + std::strlen(flag)))
-      m.replace(at, std::strlen(api), flag);
+  for (const auto& [api_name, flag_name] : names) {
+    const std::string_view api(api_name), flag(flag_name);
+    for (std::size_t at = m.find(api); at != std::string::npos; at = m.find(api, at + flag.size()))
+      m.replace(at, api.size(), flag);
+  }
   return m;
 }
 

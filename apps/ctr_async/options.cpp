@@ -10,7 +10,7 @@
 #include <utility>
 
 #include "app_cli.h"
-#include "checkpoint_flags.h"
+#include "library_flags.h"
 #include "flag_effect.h"
 #include "asyncps/error.h"
 #include "asyncps/option_choices.h"
@@ -94,17 +94,13 @@ asyncps::ParamLayout Config::layout() const {
   return ctr_layout(shape(), wide, deep);
 }
 
+// The library's options this program offers as flags (app_cli::add_library_flags): all but the
+// mode's (its workers run the async step of EmbeddingTable, and --allreduce the baseline).
+const app_cli::Groups kLibraryGroups = {"job", "transport", "diagnostics", "checkpoint"};
+
 std::string with_flag_names(std::string_view library_message) {
-  static const std::pair<const char*, const char*> kNames[] = {
-      {"Options::num_servers", "--ps"},
-      {"Options::stall_timeout", "--stall_timeout"},
-      {"Options::server_progress", "--server_progress"},
-      {"Options::server_poll_us", "--server_poll_us"},
-      {"Options::server_spin_us", "--server_spin_us"},
-      {"Options::wait_spin_us", "--wait_spin_us"},
-      {"the same Options", "the same flags"},
-  };
-  return app_cli::with_names(app_cli::with_names(library_message, app_cli::kCheckpointFlagNames), kNames);
+  static const auto names = app_cli::library_flag_names(kLibraryGroups);
+  return app_cli::with_names(library_message, names);
 }
 
 std::optional<Config> parse_config(int argc, char** argv, bool print_help) {
@@ -137,20 +133,6 @@ std::optional<Config> parse_config(int argc, char** argv, bool print_help) {
     ("zipf", po::value(&c.data.zipf)->default_value(c.data.zipf), "ids per field follow P(k) ~ (k + 1)^-zipf")
     ("seed", po::value(&c.data.seed)->default_value(c.data.seed), "seed of the data, the planted model and the initial weights")
     ("log_every", po::value(&c.log_every)->default_value(c.log_every), "the chief logs every N local steps")
-    ("ps", po::value(&lib.num_servers)->default_value(lib.num_servers), "number of parameter-server ranks")
-    ("stall_timeout", po::value(&lib.stall_timeout)->default_value(lib.stall_timeout),
-     "a rank that makes no progress for this many seconds is named and the job ends non-zero (0: never)")
-    ("server_progress",
-     po::value<std::string>()->default_value(asyncps::name_of(lib.server_progress))->notifier([&lib](const std::string& v) {
-       lib.server_progress = asyncps::parse_choice<asyncps::ServerProgress>(v, "Options::server_progress");
-     }),
-     "how servers let one-sided operations complete: auto | poll | wake")
-    ("server_poll_us", po::value(&lib.server_poll_us)->default_value(lib.server_poll_us),
-     "the longest a server sleeps between entries into MPI, in microseconds (-1: auto)")
-    ("server_spin_us", po::value(&lib.server_spin_us)->default_value(lib.server_spin_us),
-     "wake: a server keeps entering MPI this long after bytes last arrived")
-    ("wait_spin_us", po::value(&lib.wait_spin_us)->default_value(lib.wait_spin_us),
-     "across hosts: a waiting worker spins this long, then sleeps until the server's answer arrives")
     ("verbose,v", po::bool_switch(&c.verbose), "every worker logs, not only the chief")
     ("logdir", po::value(&c.logdir)->notifier([&lib](const std::string& d) { lib.checkpoint.dir = d; }),
      "servers checkpoint the dense weights and the tables' rows here, and a run resumes from the newest (default: none)")
@@ -172,7 +154,8 @@ std::optional<Config> parse_config(int argc, char** argv, bool print_help) {
     ("dump_data", po::value(&c.dump_data), "write the training streams and the held-out one as .npy files here, and exit")
     ("dump_examples", po::value(&c.dump_examples)->default_value(c.dump_examples), "--dump_data: examples per training stream")
     ("dump_workers", po::value(&c.dump_workers)->default_value(c.dump_workers), "--dump_data: training streams (one per worker)");
-  app_cli::add_checkpoint_flags(general, lib.checkpoint);  // --save_secs, --keep_checkpoints, --restart_from, --no_restore
+  // the library's own options, from its table: --ps, --stall_timeout, --server_progress, ..., --save_secs
+  app_cli::add_library_flags(general, lib, kLibraryGroups);
   po::variables_map vm;
   try {
     for (int i = 1; i < argc; ++i) refuse_placeholders(argv[i], "the command line");
@@ -182,8 +165,13 @@ std::optional<Config> parse_config(int argc, char** argv, bool print_help) {
       return std::nullopt;
     }
     po::notify(vm);
-    if (c.allreduce && !vm["ps"].defaulted())
-      throw asyncps::ConfigError("--allreduce has no servers: every rank is a worker (drop --ps)");
+    if (c.allreduce)  // no Session: none of the library's options would do anything
+      for (const asyncps::OptionInfo& o : asyncps::option_table()) {
+        const std::string flag = app_cli::flag_of(o);
+        if (app_cli::offered(o, kLibraryGroups) && vm.count(flag) && !vm[flag].defaulted())
+          throw asyncps::ConfigError(flag == "ps" ? "--allreduce has no servers: every rank is a worker (drop --ps)"
+                                                  : "--allreduce has no servers: --" + flag + " has no effect there");
+      }
   } catch (const po::error& e) {
     throw asyncps::ConfigError(std::string("bad command line: ") + e.what() + " (see --help)");
   }

@@ -13,12 +13,12 @@
 #include <regex>
 #include <iostream>
 #include <sstream>
+#include <vector>
 
 #include "app_cli.h"
-#include "checkpoint_flags.h"
+#include "library_flags.h"
 #include "flag_effect.h"
 #include "asyncps/error.h"
-#include "asyncps/option_choices.h"
 #include "asyncps/session.h"
 
 namespace po = boost::program_options;
@@ -80,15 +80,6 @@ void validate(const Config& c) {
   asyncps::validate(c.library);
 }
 
-// A flag for one of the library's enum options: its names, its default and the error for any
-// other value are the library's (asyncps/option_choices.h).
-template <class E>
-po::typed_value<std::string>* enum_flag(E& field, const char* api_name) {
-  return po::value<std::string>()
-      ->default_value(asyncps::name_of(field))
-      ->notifier([&field, api_name](const std::string& v) { field = asyncps::parse_choice<E>(v, api_name); });
-}
-
 // The --config file, whole: only a regular file (a FIFO would block the read), at most 1 MiB.
 std::string read_config_file(const std::string& path) {
   std::error_code ec;
@@ -127,33 +118,19 @@ void refuse_without_effect(const po::variables_map& vm, const Config& c) {
 
 }  // namespace
 
+// The library's options this program offers as flags (app_cli::add_library_flags): all of them.
+const app_cli::Groups kLibraryGroups = {"job", "mode", "transport", "diagnostics", "checkpoint"};
+
 std::string with_flag_names(std::string_view library_message) {
-  static const std::pair<const char*, const char*> kNames[] = {  // longest first
-      {"Options::num_servers", "--ps"},
-      {"Options::staleness_lr_power", "--staleness_lr_power"},
-      {"Options::staleness_lr_relative", "--staleness_lr_relative"},
-      {"Options::staleness_lr", "--staleness_lr"},
-      {"Options::dc_lambda", "--dc_lambda"},
-      {"Options::staleness", "--staleness"},
-      {"Options::mode", "--mode"},
-      {"Options::stall_timeout", "--stall_timeout"},
-      {"Options::server_progress", "--server_progress"},
-      {"Options::server_poll_us", "--server_poll_us"},
-      {"Options::server_spin_us", "--server_spin_us"},
-      {"Options::wait_spin_us", "--wait_spin_us"},
-      {"Options::overlap", "--overlap"},
-      {"Options::timeline", "--timeline"},
-      {"Options::pull", "--pull"},
-      {"Options::chunk_bytes", "the chunk size"},
-      {"the same Options", "the same flags"},
-  };
-  return app_cli::with_names(app_cli::with_names(library_message, app_cli::kCheckpointFlagNames), kNames);
+  static const auto names = app_cli::library_flag_names(kLibraryGroups);
+  return app_cli::with_names(library_message, names);
 }
 
-std::optional<Config> parse_config(int argc, char** argv, bool print_help) {
-  Config c;
+namespace {
+
+// Every flag, bound to `c` (and --config to `config_file`).
+po::options_description describe(Config& c, std::string& config_file) {
   asyncps::Options& lib = c.library;
-  std::string config_file;
   po::options_description general("mnist_async: the TF1 tutorial's MNIST CNN, trained by async SGD on libasyncps.\n"
                                   "Run it as: mpirun -np 2 --hostfile hostfiles/localhost build/bin/mnist_async\n"
                                   "(ranks [0, ps) serve the parameters, the rest are workers)\n\nOptions");
@@ -176,27 +153,12 @@ std::optional<Config> parse_config(int argc, char** argv, bool print_help) {
      po::value(&c.logdir)->default_value(c.logdir)->notifier([&lib](const std::string& d) { lib.checkpoint.dir = d; }),
      "where metrics.jsonl (and checkpoints) go")
     ("data_dir", po::value(&c.data_dir)->default_value(c.data_dir), "directory with the four MNIST IDX files (make data)")
-    ("ps", po::value(&lib.num_servers)->default_value(lib.num_servers), "number of parameter-server ranks")
     ("seed", po::value(&c.seed)->default_value(c.seed), "seed of the initial parameters and of the data order")
     ("device", po::value(&c.device)->default_value(c.device), "cpu | gpu | auto: where workers compute gradients")
     ("save_summaries_secs", po::value(&c.save_summaries_secs)->default_value(c.save_summaries_secs),
      "the chief appends a metrics line to logdir/metrics.jsonl this often (0: every log line)")
     ("log_every", po::value(&c.log_every)->default_value(c.log_every), "the chief logs every N local steps")
     ("train_limit", po::value(&c.train_limit)->default_value(c.train_limit), "use only the first N training examples (0: all)")
-    ("mode", enum_flag(lib.mode, "Options::mode"),
-     "async (Hogwild: apply each update as it arrives) | sync (apply the mean of all workers' updates once per round) | "
-     "ssp (async, but no worker runs more than --staleness steps ahead of the slowest)")
-    ("staleness", po::value(&lib.staleness)->default_value(lib.staleness), "ssp: the bound s on the clock gap")
-    ("staleness_lr", po::bool_switch(&lib.staleness_lr),
-     "scale each update by 1/max(1, staleness)^power (--staleness_lr_power; 1: Zhang et al. 2016's 1/staleness)")
-    ("staleness_lr_power", po::value(&lib.staleness_lr_power)->default_value(lib.staleness_lr_power),
-     "--staleness_lr: the power of the staleness the update is divided by (0.5: 1/sqrt(staleness))")
-    ("staleness_lr_relative", po::bool_switch(&lib.staleness_lr_relative),
-     "--staleness_lr: scale by (W / (1 + staleness))^power instead (W - 1: the mean staleness of W async workers): "
-     "only updates staler than the mean are damped, a straggler's most")
-    ("dc_lambda", po::value(&lib.dc_lambda)->default_value(lib.dc_lambda),
-     "async/ssp: delay-compensated updates (DC-ASGD, Zheng et al. 2017): push g + lambda*g*g*(w_now - w_read), "
-     "one more read of the arena per step (0: off)")
     ("optimizer", po::value(&c.optimizer.name)->default_value(c.optimizer.name),
      "sgd (the tutorial's) | momentum (heavy ball) | adam | adagrad: the state kept on the worker, which pushes "
      "the direction (the arena moves by -learning_rate times it)")
@@ -221,34 +183,32 @@ std::optional<Config> parse_config(int argc, char** argv, bool print_help) {
      "with --eval_every: report the wall time at which test accuracy first reached this")
     ("straggler_ms", po::value(&c.straggler_ms)->default_value(c.straggler_ms),
      "experiments: the last worker sleeps this many ms every step")
-    ("stall_timeout", po::value(&lib.stall_timeout)->default_value(lib.stall_timeout),
-     "a rank that makes no progress for this many seconds (stopped, hung, cut off) is named, a checkpoint is saved "
-     "if the servers are live, and the job ends non-zero (0: never); must exceed the longest step and save")
-    ("overlap", po::bool_switch(&lib.overlap),
-     "async only: the next step's claim and pull fly while this gradient is computed (one step more staleness); "
-     "the push flies during the next compute with or without it")
-    ("timeline", po::value(&lib.timeline),
-     "write every rank's spans (pull, compute, push, waits, server activity, saves) here as Chrome trace-event JSON "
-     "(Perfetto, chrome://tracing); written by rank 0 at the end")
     ("halt_on_nonfinite", po::bool_switch(&c.halt_on_nonfinite),
      "stop the job (after saving) when a worker computes a NaN/Inf gradient; by default it is skipped and counted")
     ("export_dir", po::value(&c.export_dir), "at the end the chief writes the parameters as <name>.npy here (EMA in ema/)")
     ("eval_only", po::bool_switch(&c.eval_only), "evaluate a checkpoint and exit (no training; one rank is enough)")
     ("checkpoint", po::value(&c.checkpoint), "--eval_only: the checkpoint index (default: the newest in --logdir)")
-    ("pull", enum_flag(lib.pull, "Options::pull"), "get_accumulate (atomic per element) | get")
-    ("server_poll_us", po::value(&lib.server_poll_us)->default_value(lib.server_poll_us),
-     "the longest a server sleeps between entries into MPI, in microseconds (-1: 10000; 1000 when waking on sockets "
-     "with shared-memory neighbours)")
-    ("server_progress", enum_flag(lib.server_progress, "Options::server_progress"),
-     "how servers let one-sided operations complete: poll (timed), wake (sleep until bytes arrive on a socket), "
-     "auto (poll on one node, wake across hosts)")
-    ("server_spin_us", po::value(&lib.server_spin_us)->default_value(lib.server_spin_us),
-     "wake: keep entering MPI this long after bytes last arrived")
-    ("wait_spin_us", po::value(&lib.wait_spin_us)->default_value(lib.wait_spin_us),
-     "across hosts: a waiting worker spins this long, then sleeps until the server's answer arrives")
     ("verbose,v", po::bool_switch(&c.verbose), "every worker logs, not only the chief");
 
-  app_cli::add_checkpoint_flags(general, lib.checkpoint);  // --save_secs, --keep_checkpoints, --restart_from, --no_restore
+  // the library's own options, from its table: --ps, --mode, --staleness, ..., --save_secs, --no_restore
+  app_cli::add_library_flags(general, lib, kLibraryGroups);
+  return general;
+}
+
+}  // namespace
+
+std::vector<std::string> flag_names() {
+  Config c;
+  std::string config_file;
+  std::vector<std::string> names;
+  for (const auto& option : describe(c, config_file).options()) names.push_back(option->long_name());
+  return names;
+}
+
+std::optional<Config> parse_config(int argc, char** argv, bool print_help) {
+  Config c;
+  std::string config_file;
+  const po::options_description general = describe(c, config_file);
   po::variables_map vm;
   try {
     for (int i = 1; i < argc; ++i) refuse_placeholders(argv[i], "the command line");

@@ -1,10 +1,11 @@
-// defines: mnist_async::Config, parse_config
+// defines: mnist_async::Config, parse_config, with_flag_names, flag_names
 // The command line of mnist_async, named like the TF1 tutorial's flags. Defaults reproduce it.
 #pragma once
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "app_cli.h"
 #include "asyncps/session.h"
@@ -40,7 +41,7 @@ struct Config {
   bool eval_only = false;
   std::string checkpoint;  // --eval_only: the index to evaluate (default: newest in --logdir)
   bool verbose = false;
-  asyncps::Options library;  // --ps, --mode, --stall_timeout, ... (with_flag_names has the map)
+  asyncps::Options library;  // --ps, --mode, --stall_timeout, ...: the library's table (app_cli::add_library_flags)
 };
 
 // The library names its own API in messages (Options::num_servers, ...): the same message in
@@ -51,6 +52,9 @@ std::string with_flag_names(std::string_view library_message);
 // Parses and validates argv (the flags the library takes through asyncps::validate). Returns nullopt after printing --help (the caller exits 0).
 // Throws asyncps::ConfigError with one line naming the bad flag.
 std::optional<Config> parse_config(int argc, char** argv, bool print_help);
+
+// Every flag's name (the fuzzer's dictionary: fuzz/fuzz_config.cpp).
+std::vector<std::string> flag_names();
 
 // Every rank's exit code after SIGTERM stopped the job (128 + 15, as a shell reports a TERM).
 using app_cli::kTerminatedExit;

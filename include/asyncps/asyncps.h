@@ -7,6 +7,7 @@
 #include "asyncps/log.h"
 #include "asyncps/mpi_environment.h"
 #include "asyncps/option_choices.h"
+#include "asyncps/option_table.h"
 #include "asyncps/options.h"
 #include "asyncps/param_layout.h"
 #include "asyncps/parameter_server.h"

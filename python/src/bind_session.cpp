@@ -5,11 +5,14 @@
 #include <pybind11/stl.h>
 #include <pybind11/stl/filesystem.h>
 
+#include <charconv>
 #include <optional>
+#include <string>
 
 #include "args.h"
 #include "asyncps/error.h"
 #include "asyncps/option_choices.h"
+#include "asyncps/option_table.h"
 #include "handles.h"
 
 namespace py = pybind11;
@@ -17,15 +20,12 @@ namespace py = pybind11;
 namespace asyncps_python {
 namespace {
 
-// A choice option (mode, pull, server_progress) by the library's names; its message otherwise.
-template <class E>
-E choice_arg(py::handle value, const char* option) {
-  const std::string name = str_arg(value, "Session", option);
-  try {
-    return asyncps::parse_choice<E>(name, "Options::" + std::string(option));
-  } catch (const asyncps::ConfigError& e) {
-    throw asyncps::ConfigError(std::string("asyncps: Session: ") + e.what());
-  }
+// A real number as the shortest text that reads back the same (nan, inf and -inf as such).
+template <class T>
+std::string shortest(T v) {
+  char buf[64];
+  const auto r = std::to_chars(buf, buf + sizeof buf, v);
+  return std::string(buf, r.ptr);
 }
 
 // (choice_names<Mode>() == ("async", "sync", "ssp"): asyncps.MODES and friends)
@@ -64,10 +64,88 @@ int rank_arg(const SessionHandle& h, py::handle rank, const char* call) {
   return static_cast<int>(r);
 }
 
+// A keyword's value converted as its option's type asks (TypeError or ConfigError naming it), then
+// set as the library reads its options (asyncps/option_table.h).
+void set_keyword(asyncps::Options& o, const asyncps::OptionInfo& option, py::handle v) {
+  constexpr const char* call = "Session";
+  const std::string key(option.key);
+  const char* arg = key.c_str();
+  std::string text;
+  switch (option.type) {
+    case asyncps::OptionType::Bool: text = bool_arg(v, call, arg) ? "true" : "false"; break;
+    case asyncps::OptionType::Int: text = std::to_string(int_arg(v, call, arg)); break;
+    case asyncps::OptionType::Size: text = std::to_string(int64_arg(v, call, arg)); break;
+    case asyncps::OptionType::Float: text = shortest(float32_arg(v, call, arg)); break;
+    case asyncps::OptionType::Double: text = shortest(double_arg(v, call, arg)); break;
+    case asyncps::OptionType::Text:
+    case asyncps::OptionType::Choice: text = str_arg(v, call, arg); break;
+    case asyncps::OptionType::Path: {
+      const auto p = optional_path_arg(v, call, arg);
+      if (!p) return;  // None: the default (no directory, no checkpoint named)
+      text = p->string();
+      break;
+    }
+  }
+  try {
+    asyncps::set_option(o, option, text);
+  } catch (const asyncps::ConfigError& e) {
+    throw asyncps::ConfigError(std::string("asyncps: Session: ") + e.what());
+  }
+}
+
+std::string unknown_keyword(const std::string& key) {
+  py::list keys;
+  for (const auto& option : asyncps::option_table()) keys.append(std::string(option.key));
+  const py::list near = py::module_::import("difflib").attr("get_close_matches")(key, keys, 1);
+  std::string hint;
+  if (!near.empty()) {
+    hint = " (did you mean '" + near[0].cast<std::string>() + "'?)";
+  } else {
+    keys.attr("sort")();
+    hint = " (it takes " + py::str(", ").attr("join")(keys).cast<std::string>() + ")";
+  }
+  return "asyncps: Session: unknown keyword argument '" + key + "'" + hint;
+}
+
+// Session's signature and its keywords' help, from the options' table: every default is the C++
+// one (asyncps::Options{}), choices by the library's names.
+const std::string& session_doc() {
+  static const std::string doc = [] {
+    const asyncps::Options defaults;
+    std::string sig = "__init__(self, layout: asyncps.Layout, comm: object = None, *";
+    std::string help;
+    for (const asyncps::OptionInfo& o : asyncps::option_table()) {
+      const std::string d = o.get(defaults);
+      std::string type, value;
+      switch (o.type) {
+        case asyncps::OptionType::Bool: type = "bool", value = d == "true" ? "True" : "False"; break;
+        case asyncps::OptionType::Int:
+        case asyncps::OptionType::Size: type = "int", value = d; break;
+        case asyncps::OptionType::Float:
+        case asyncps::OptionType::Double:
+          type = "float", value = py::repr(py::float_(std::stod(d))).cast<std::string>();
+          break;
+        case asyncps::OptionType::Text:
+        case asyncps::OptionType::Choice: type = "str", value = py::repr(py::str(d)).cast<std::string>(); break;
+        case asyncps::OptionType::Path: type = "Optional[os.PathLike]", value = "None"; break;
+      }
+      sig += ", " + std::string(o.key) + ": " + type + " = " + value;
+      help += "\n  " + std::string(o.key) + ": " + std::string(o.help);
+      if (o.choices) help += " (" + o.choices() + ")";
+    }
+    return sig + ") -> None\n\n"
+                 "One training job's view of the ranks. Collective over the communicator: every rank creates it with\n"
+                 "the same layout and options (ConfigError on every rank otherwise). Ranks [0, num_servers) serve the\n"
+                 "arena (ParameterServer), the others are workers (WorkerClient); the first worker is the chief.\n"
+                 "The keywords are the library's options (asyncps/option_table.h):" +
+           help;
+  }();
+  return doc;
+}
+
 }  // namespace
 
 void bind_session(py::module_& m) {
-  const asyncps::Options kDefaults;
   m.attr("MODES") = choice_names<asyncps::Mode>();
   m.attr("PULL_METHODS") = choice_names<asyncps::PullMethod>();
   m.attr("SERVER_PROGRESS") = choice_names<asyncps::ServerProgress>();
@@ -76,16 +154,14 @@ void bind_session(py::module_& m) {
       "One training job's view of the ranks. Collective over the communicator: every rank creates it with\n"
       "the same layout and options (ConfigError on every rank otherwise). Ranks [0, num_servers) serve the\n"
       "arena (ParameterServer), the others are workers (WorkerClient); the first worker is the chief.")
-      .def(py::init([](py::handle layout_arg, const py::object& comm, py::handle num_servers, py::handle mode,
-                       py::handle staleness, py::handle staleness_lr, py::handle staleness_lr_power,
-                       py::handle staleness_lr_relative,
-                       py::handle dc_lambda, py::handle overlap,
-                       py::handle pull, py::handle stall_timeout, py::handle timeline, py::handle checkpoint_dir,
-                       py::handle save_secs, py::handle keep, py::handle restart_from, py::handle restore,
-                       py::handle server_progress, py::handle server_poll_us, py::handle server_spin_us,
-                       py::handle wait_spin_us) {
+      .def(py::init([](py::handle layout_arg, const py::object& comm, const py::kwargs& keywords) {
              constexpr const char* call = "Session";
              check_thread(call);
+             // A misspelt keyword: one line naming it and the nearest option (the same code on every rank).
+             for (const auto& item : keywords) {
+               const std::string key = py::str(item.first);
+               if (!asyncps::find_option(key)) throw py::type_error(unknown_keyword(key));
+             }
              // Every argument converted (Python code may run) before anything is kept. A refusal here
              // is this rank's alone: it is still taken to the collective, as options the library
              // refuses on every rank (no rank is left waiting), and then raised as it was.
@@ -97,26 +173,10 @@ void bind_session(py::module_& m) {
                if (!py::isinstance<asyncps::ParamLayout>(layout_arg))
                  throw py::type_error("asyncps: Session: layout must be an asyncps.Layout (got " + type_name(layout_arg) +
                                       ")");
-               o.num_servers = int_arg(num_servers, call, "num_servers");
-               o.mode = choice_arg<asyncps::Mode>(mode, "mode");
-               o.staleness = int_arg(staleness, call, "staleness");
-               o.staleness_lr = bool_arg(staleness_lr, call, "staleness_lr");
-               o.staleness_lr_power = float32_arg(staleness_lr_power, call, "staleness_lr_power");
-               o.staleness_lr_relative = bool_arg(staleness_lr_relative, call, "staleness_lr_relative");
-               o.dc_lambda = float32_arg(dc_lambda, call, "dc_lambda");
-               o.overlap = bool_arg(overlap, call, "overlap");
-               o.pull = choice_arg<asyncps::PullMethod>(pull, "pull");
-               o.stall_timeout = double_arg(stall_timeout, call, "stall_timeout");
-               o.timeline = str_arg(timeline, call, "timeline");
-               if (auto d = optional_path_arg(checkpoint_dir, call, "checkpoint_dir")) o.checkpoint.dir = *d;
-               o.checkpoint.save_secs = double_arg(save_secs, call, "save_secs");
-               o.checkpoint.keep = int_arg(keep, call, "keep");
-               if (auto r = optional_path_arg(restart_from, call, "restart_from")) o.checkpoint.restart_from = *r;
-               o.checkpoint.restore = bool_arg(restore, call, "restore");
-               o.server_progress = choice_arg<asyncps::ServerProgress>(server_progress, "server_progress");
-               o.server_poll_us = int_arg(server_poll_us, call, "server_poll_us");
-               o.server_spin_us = int_arg(server_spin_us, call, "server_spin_us");
-               o.wait_spin_us = int_arg(wait_spin_us, call, "wait_spin_us");
+               for (const asyncps::OptionInfo& option : asyncps::option_table()) {  // in the table's order
+                 const std::string key(option.key);
+                 if (keywords.contains(key.c_str())) set_keyword(o, option, py::object(keywords[key.c_str()]));
+               }
                // a copy taken with the GIL held: another thread may change the Layout meanwhile
                layout = layout_arg.cast<const asyncps::ParamLayout&>();
              } catch (...) {
@@ -136,20 +196,7 @@ void bind_session(py::module_& m) {
              track(h);
              return h;
            }),
-           // every default is the C++ one (asyncps::Options{}), choices by the library's names
-           py::arg("layout"), py::arg("comm") = py::none(), py::kw_only(), py::arg("num_servers") = kDefaults.num_servers,
-           py::arg("mode") = asyncps::name_of(kDefaults.mode), py::arg("staleness") = kDefaults.staleness,
-           py::arg("staleness_lr") = kDefaults.staleness_lr,
-           py::arg("staleness_lr_power") = static_cast<double>(kDefaults.staleness_lr_power),
-           py::arg("staleness_lr_relative") = kDefaults.staleness_lr_relative, py::arg("dc_lambda") = static_cast<double>(kDefaults.dc_lambda),
-           py::arg("overlap") = kDefaults.overlap, py::arg("pull") = asyncps::name_of(kDefaults.pull),
-           py::arg("stall_timeout") = kDefaults.stall_timeout, py::arg("timeline") = kDefaults.timeline,
-           py::arg("checkpoint_dir") = py::none(), py::arg("save_secs") = kDefaults.checkpoint.save_secs,
-           py::arg("keep") = kDefaults.checkpoint.keep, py::arg("restart_from") = py::none(),
-           py::arg("restore") = kDefaults.checkpoint.restore,
-           py::arg("server_progress") = asyncps::name_of(kDefaults.server_progress),
-           py::arg("server_poll_us") = kDefaults.server_poll_us, py::arg("server_spin_us") = kDefaults.server_spin_us,
-           py::arg("wait_spin_us") = kDefaults.wait_spin_us)
+           py::arg("layout"), py::arg("comm") = py::none(), session_doc().c_str())
       .def_property_readonly("rank", [](const SessionHandle& h) { return h.get("Session.rank").roles().rank; })
       .def_property_readonly("size", [](const SessionHandle& h) { return h.get("Session.size").roles().size; })
       .def_property_readonly("num_servers",

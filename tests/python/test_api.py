@@ -85,6 +85,11 @@ for call, want in ((lambda: asyncps.Session(layout, stall_timout=5),
 raises(asyncps.ConfigError, lambda: asyncps.Session(layout, save_secs=5),
        "Options::checkpoint.save_secs has no effect without Options::checkpoint.dir")
 raises(asyncps.ConfigError, lambda: asyncps.Session(layout, keep=2), "Options::checkpoint.keep has no effect without")
+# every keyword is a row of the library's options' table (asyncps/option_table.h), typed by it:
+# chunk_bytes has no line of its own in the binding
+raises(asyncps.ConfigError, lambda: asyncps.Session(layout, chunk_bytes=2), "Options::chunk_bytes must be in [4, ")
+raises(TypeError, lambda: asyncps.Session(layout, chunk_bytes="big"), "chunk_bytes")
+check("chunk_bytes: int = 1048576" in sig, "Session's signature lists chunk_bytes with its C++ default")
 
 session = asyncps.Session(layout, num_servers=1, mode="async", stall_timeout=30)
 check(session.size == 2 and session.num_workers == 1, "roles")

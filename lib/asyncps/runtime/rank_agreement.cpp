@@ -1,6 +1,7 @@
 // defines: asyncps::detail::check_same_everywhere
 #include "runtime/rank_agreement.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <sstream>
@@ -9,74 +10,50 @@
 #include <vector>
 
 #include "asyncps/error.h"
+#include "asyncps/option_table.h"
 #include "core/check.h"
 
 namespace asyncps::detail {
 namespace {
 
-// FNV-1a of the checkpoint options: every rank takes part in the collective restore and saves,
-// so they must agree on all of them (a rank with another save_secs or restore choice would
-// enter a different protocol).
-std::uint64_t checkpoint_hash(const CheckpointOptions& c) {
-  std::uint64_t h = 0xcbf29ce484222325ull;
-  auto mix = [&](const void* p, std::size_t n) {
-    for (std::size_t i = 0; i < n; ++i) h = (h ^ static_cast<const unsigned char*>(p)[i]) * 0x100000001b3ull;
-  };
-  const std::string dir = c.dir.string(), from = c.restart_from.string();
-  mix(dir.data(), dir.size() + 1);  // (+1: the terminator separates the fields)
-  mix(from.data(), from.size() + 1);
-  mix(&c.save_secs, sizeof c.save_secs);
-  mix(&c.keep, sizeof c.keep);
-  const char restore = c.restore ? 1 : 0;
-  mix(&restore, 1);
-  return h;
-}
-
-// A value's bits as one fingerprint word (floats compared bit for bit, as the ranks use them).
-template <class T>
-std::uint64_t bits(T v) {
-  static_assert(std::is_trivially_copyable_v<T> && sizeof(T) <= sizeof(std::uint64_t));
-  std::uint64_t b = 0;
-  std::memcpy(&b, &v, sizeof v);
-  return b;
-}
-
-// Which message a difference gets; the table is ordered so that the first differing row is
-// the most basic fact (a layout difference explains any other).
+// Which message a difference gets; the facts are ordered by it so that the first differing one is
+// the most basic (a layout difference explains any other).
 enum class Kind { Layout, Servers, Mode, Checkpoint, Other };
 
+Kind kind_of(RankAgreement a) {
+  switch (a) {
+    case RankAgreement::Servers: return Kind::Servers;
+    case RankAgreement::Mode: return Kind::Mode;
+    case RankAgreement::Checkpoint: return Kind::Checkpoint;
+    default: return Kind::Other;
+  }
+}
+
 struct Fact {
-  const char* name;  // as the message names it
+  std::string name;  // as the message names it
   Kind kind;
-  std::uint64_t (*value)(const ParamLayout&, const Options&);
+  const OptionInfo* option;  // (null: a layout fact)
+  std::uint64_t value(const ParamLayout& l, const Options& o) const {
+    if (option) return option->fingerprint(o);
+    return name == "the layout's hash" ? l.hash() : l.size();
+  }
 };
 
-using L = const ParamLayout&;
-using O = const Options&;
-constexpr Fact kFacts[] = {
-    {"the layout's hash", Kind::Layout, [](L l, O) -> std::uint64_t { return l.hash(); }},
-    {"the layout's size", Kind::Layout, [](L l, O) -> std::uint64_t { return l.size(); }},
-    {"Options::num_servers", Kind::Servers, [](L, O o) { return bits(o.num_servers); }},
-    {"Options::mode", Kind::Mode, [](L, O o) { return bits(o.mode); }},
-    {"Options::staleness", Kind::Mode, [](L, O o) { return bits(o.staleness); }},
-    {"Options::staleness_lr", Kind::Mode, [](L, O o) { return bits(o.staleness_lr); }},
-    // (the power and the relative choice matter only with staleness_lr)
-    {"Options::staleness_lr_power", Kind::Mode,
-     [](L, O o) { return o.staleness_lr ? bits(o.staleness_lr_power) : 0; }},
-    {"Options::staleness_lr_relative", Kind::Mode,
-     [](L, O o) { return o.staleness_lr ? bits(o.staleness_lr_relative) : 0; }},
-    {"Options::dc_lambda", Kind::Mode, [](L, O o) { return bits(o.dc_lambda); }},
-    {"Options::checkpoint", Kind::Checkpoint, [](L, O o) { return checkpoint_hash(o.checkpoint); }},
-    {"Options::pull", Kind::Other, [](L, O o) { return bits(o.pull); }},
-    {"Options::chunk_bytes", Kind::Other, [](L, O o) { return bits(o.chunk_bytes); }},
-    {"Options::overlap", Kind::Other, [](L, O o) { return bits(o.overlap); }},
-    {"Options::timeline (set or not)", Kind::Other, [](L, O o) { return bits(!o.timeline.empty()); }},
-    {"Options::stall_timeout", Kind::Other, [](L, O o) { return bits(o.stall_timeout); }},
-};
-constexpr std::size_t kN = std::size(kFacts);
-constexpr std::size_t kHash = 0, kSize = 1;  // the two layout rows, which the message quotes
+// The two layout facts, then every option the ranks must agree on (asyncps/option_table.h), by kind.
+const std::vector<Fact>& facts() {
+  static const std::vector<Fact> all = [] {
+    std::vector<Fact> f = {{"the layout's hash", Kind::Layout, nullptr}, {"the layout's size", Kind::Layout, nullptr}};
+    for (const OptionInfo& o : option_table())
+      if (o.agree != RankAgreement::Free) f.push_back({std::string(o.field), kind_of(o.agree), &o});
+    std::stable_sort(f.begin(), f.end(), [](const Fact& a, const Fact& b) { return a.kind < b.kind; });
+    return f;
+  }();
+  return all;
+}
+constexpr std::size_t kHash = 0, kSize = 1;  // the two layout facts, which the message quotes
 
-std::string difference(const Fact& fact, int r, const std::uint64_t* f, const std::uint64_t* f0) {
+std::string difference(std::size_t i, int r, const std::uint64_t* f, const std::uint64_t* f0) {
+  const Fact& fact = facts()[i];
   std::ostringstream msg;
   switch (fact.kind) {
     case Kind::Layout:
@@ -84,9 +61,9 @@ std::string difference(const Fact& fact, int r, const std::uint64_t* f, const st
           << std::dec << " (" << f[kSize] << " floats), rank 0 has " << std::hex << f0[kHash] << std::dec << " ("
           << f0[kSize] << " floats); every rank must build the same model";
       return msg.str();
-    case Kind::Servers:
-      msg << "number of servers differs between ranks: rank " << r << " has " << static_cast<int>(f[2])
-          << ", rank 0 has " << static_cast<int>(f0[2]);
+    case Kind::Servers:  // (the servers' fact: num_servers, an int)
+      msg << "number of servers differs between ranks: rank " << r << " has " << static_cast<int>(f[i])
+          << ", rank 0 has " << static_cast<int>(f0[i]);
       return msg.str();
     case Kind::Mode:
       msg << "synchronisation mode differs between ranks (rank " << r << " vs rank 0): every rank must be given "
@@ -109,19 +86,20 @@ std::string difference(const Fact& fact, int r, const std::uint64_t* f, const st
 }  // namespace
 
 void check_same_everywhere(MPI_Comm comm, const ParamLayout& layout, const Options& options) {
-  static_assert(kFacts[2].kind == Kind::Servers, "the servers' message reads row 2");
+  const std::vector<Fact>& all_facts = facts();
+  const std::size_t n = all_facts.size();
   int size = 0;
   ASYNCPS_MPI_CHECK(MPI_Comm_size(comm, &size));
-  std::vector<std::uint64_t> mine(kN);
-  for (std::size_t i = 0; i < kN; ++i) mine[i] = kFacts[i].value(layout, options);
-  std::vector<std::uint64_t> all(kN * static_cast<std::size_t>(size));
-  ASYNCPS_MPI_CHECK(MPI_Allgather(mine.data(), static_cast<int>(kN), MPI_UINT64_T, all.data(), static_cast<int>(kN),
+  std::vector<std::uint64_t> mine(n);
+  for (std::size_t i = 0; i < n; ++i) mine[i] = all_facts[i].value(layout, options);
+  std::vector<std::uint64_t> all(n * static_cast<std::size_t>(size));
+  ASYNCPS_MPI_CHECK(MPI_Allgather(mine.data(), static_cast<int>(n), MPI_UINT64_T, all.data(), static_cast<int>(n),
                                   MPI_UINT64_T, comm));
   const std::uint64_t* f0 = all.data();
   for (int r = 1; r < size; ++r) {
-    const std::uint64_t* f = &all[static_cast<std::size_t>(r) * kN];
-    for (std::size_t i = 0; i < kN; ++i)
-      if (f[i] != f0[i]) throw ConfigError(difference(kFacts[i], r, f, f0));
+    const std::uint64_t* f = &all[static_cast<std::size_t>(r) * n];
+    for (std::size_t i = 0; i < n; ++i)
+      if (f[i] != f0[i]) throw ConfigError(difference(i, r, f, f0));
   }
 }
 

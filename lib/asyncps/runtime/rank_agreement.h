@@ -1,8 +1,8 @@
 // defines: asyncps::detail::check_same_everywhere
 // What every rank must agree on before any window exists (the layout, the number of servers,
-// the step mode and its rules, the checkpoint options, the transport options): one row per fact
-// in rank_agreement.cpp's table, which both makes each rank's fingerprint and names what
-// differs. An option every rank must be given alike is one row there.
+// the step mode and its rules, the checkpoint options, the transport options): the layout's hash
+// and size, and every option whose row in the options' table (asyncps/option_table.h) says the
+// ranks must agree; the facts make each rank's fingerprint and name what differs.
 #pragma once
 
 #include <mpi.h>

@@ -1,0 +1,113 @@
+// Proves: the options' table (asyncps/option_table.h) is what the library reads its options by:
+// one row per option with a unique key and field; every default reads back as itself and passes
+// its rule; set_option parses each type and names the field when the text is not a value; a
+// row's rule is what validate() refuses; every option the ranks must agree on has a fingerprint
+// that moves with its value (a rank given another value is told, see core_layout_mismatch_np3).
+#include <catch2/catch.hpp>
+
+#include <set>
+#include <string>
+
+#include "asyncps/error.h"
+#include "asyncps/option_table.h"
+#include "asyncps/options.h"
+
+using namespace asyncps;
+
+TEST_CASE("every option is one row with its own key and field", "[option-table]") {
+  std::set<std::string_view> keys, fields;
+  for (const OptionInfo& o : option_table()) {
+    INFO(o.key);
+    CHECK(keys.insert(o.key).second);
+    CHECK(fields.insert(o.field).second);
+    CHECK(o.field.starts_with("Options::"));
+    CHECK_FALSE(o.help.empty());
+    CHECK((o.group == "job" || o.group == "mode" || o.group == "transport" || o.group == "diagnostics" ||
+           o.group == "checkpoint"));
+    CHECK(find_option(o.key) == &o);
+    CHECK((o.choices != nullptr) == (o.type == OptionType::Choice));
+  }
+  CHECK(find_option("no_such_option") == nullptr);
+  // the fields of Options and CheckpointOptions, each once (a field added without a row fails here)
+  CHECK(option_table().size() == 21);
+}
+
+TEST_CASE("every default reads back as itself and passes its rule", "[option-table]") {
+  const Options defaults;
+  for (const OptionInfo& o : option_table()) {
+    INFO(o.key << " = '" << o.get(defaults) << "'");
+    CHECK(o.problem(defaults).empty());
+    Options read = defaults;
+    if (o.type != OptionType::Path && o.type != OptionType::Text) set_option(read, o, o.get(defaults));
+    CHECK(o.fingerprint(read) == o.fingerprint(defaults));
+    CHECK(o.get(read) == o.get(defaults));
+  }
+  CHECK_NOTHROW(validate(defaults));
+}
+
+TEST_CASE("set_option reads each type, and names the field when the text is not a value", "[option-table]") {
+  Options o;
+  set_option(o, *find_option("staleness"), "3");
+  set_option(o, *find_option("mode"), "ssp");
+  set_option(o, *find_option("staleness_lr"), "true");
+  set_option(o, *find_option("staleness_lr_power"), "0.25");
+  set_option(o, *find_option("stall_timeout"), "+30");
+  set_option(o, *find_option("chunk_bytes"), "65536");
+  set_option(o, *find_option("checkpoint_dir"), "/tmp/ckpt");
+  set_option(o, *find_option("restore"), "false");
+  CHECK(o.staleness == 3);
+  CHECK(o.mode == Mode::Ssp);
+  CHECK(o.staleness_lr);
+  CHECK(o.staleness_lr_power == 0.25f);
+  CHECK(o.stall_timeout == 30);
+  CHECK(o.chunk_bytes == 65536);
+  CHECK(o.checkpoint.dir == "/tmp/ckpt");
+  CHECK_FALSE(o.checkpoint.restore);
+  CHECK(find_option("staleness_lr_power")->get(o) == "0.25");
+  CHECK_NOTHROW(validate(o));
+
+  CHECK_THROWS_WITH(set_option(o, *find_option("staleness"), "3.5"),
+                    "Options::staleness must be an integer that fits an int, got '3.5'");
+  CHECK_THROWS_WITH(set_option(o, *find_option("num_servers"), "99999999999"),
+                    Catch::StartsWith("Options::num_servers must be an integer"));
+  CHECK_THROWS_WITH(set_option(o, *find_option("chunk_bytes"), "-1"),
+                    "Options::chunk_bytes must be a whole number of bytes, got '-1'");
+  CHECK_THROWS_WITH(set_option(o, *find_option("dc_lambda"), "0.1x"), "Options::dc_lambda must be a number, got '0.1x'");
+  CHECK_THROWS_WITH(set_option(o, *find_option("overlap"), "maybe"), "Options::overlap must be true or false, got 'maybe'");
+  CHECK_THROWS_WITH(set_option(o, *find_option("pull"), "put"), "Options::pull must be get_accumulate or get, got 'put'");
+  CHECK(o.staleness == 3);  // a refused text changes nothing
+}
+
+TEST_CASE("a row's rule is what validate refuses", "[option-table]") {
+  Options o;
+  o.staleness = 3;  // without Mode::Ssp: no effect
+  const std::string rule = find_option("staleness")->problem(o);
+  CHECK_THAT(rule, Catch::Contains("no effect unless Options::mode is Ssp"));
+  CHECK_THROWS_WITH(validate(o), rule);
+  o = Options{};
+  o.checkpoint.keep = 0;
+  CHECK_THROWS_WITH(validate(o.checkpoint), find_option("keep")->problem(o));
+}
+
+TEST_CASE("every option the ranks must agree on has a fingerprint that moves with its value", "[option-table]") {
+  const Options defaults;
+  int agreed = 0;
+  for (const OptionInfo& o : option_table()) {
+    if (o.agree == RankAgreement::Free) continue;
+    ++agreed;
+    INFO(o.key);
+    Options other = defaults;
+    switch (o.type) {  // a value other than the default, of its type
+      case OptionType::Bool: set_option(other, o, o.get(defaults) == "true" ? "false" : "true"); break;
+      case OptionType::Int:
+      case OptionType::Size: set_option(other, o, std::to_string(std::stoll(o.get(defaults)) + 4096)); break;
+      case OptionType::Float:
+      case OptionType::Double: set_option(other, o, std::to_string(std::stod(o.get(defaults)) + 0.25)); break;
+      case OptionType::Text:
+      case OptionType::Path: set_option(other, o, "elsewhere"); break;
+      case OptionType::Choice: set_option(other, o, o.key == "mode" ? "sync" : "get"); break;
+    }
+    CHECK(o.fingerprint(other) != o.fingerprint(defaults));
+  }
+  CHECK(agreed == 17);  // all but the four progress settings, which are each rank's own
+}
