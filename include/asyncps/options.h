@@ -83,6 +83,10 @@ struct Options {
   // Workers, when the transport needs the target (Wake): spin this long on an outstanding
   // claim/pull, then sleep until bytes arrive (frees the core for ranks that share it).
   int wait_spin_us = 50;
+  // The longest a waiting worker sleeps between looks at its operations, in microseconds, where
+  // it sleeps (Wake). -1 (auto): 100 where a rank on its node answers over shared memory (which
+  // wakes no socket), else 1000.
+  int wait_max_sleep_us = -1;
   // Non-empty: every rank records its spans (pull, compute, push, waits, server activity,
   // saves) and rank 0 writes them here at the end as Chrome trace-event JSON (Perfetto).
   std::string timeline = {};

@@ -81,4 +81,6 @@ TEST_CASE("an explicit progress or sleep in the Options always wins", "[progress
   c = choose_progress(facts(true, false, true, false, true), ServerProgress::Auto, 250);
   CHECK(c.progress == ServerProgress::Poll);
   CHECK(c.poll_us == 250);
+  c = choose_progress(facts(true, false, false, true), ServerProgress::Auto, -1, 300);  // Options::wait_max_sleep_us
+  CHECK(c.worker_max_sleep_us == 300);
 }

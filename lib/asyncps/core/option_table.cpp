@@ -266,6 +266,18 @@ const OptionInfo kOptions[] = {
           return unless(o.wait_spin_us >= 0 && o.wait_spin_us <= 1000000,
                         "Options::wait_spin_us must be in [0, 1000000] microseconds, got " + std::to_string(o.wait_spin_us));
         }),
+    row<&Options::wait_max_sleep_us>(
+        "wait_max_sleep_us", "Options::wait_max_sleep_us", "transport", RankAgreement::Free,
+        "the longest a waiting worker sleeps between looks at its operations, in microseconds, where it sleeps "
+        "(wake) (-1: 100 with shared-memory neighbours, else 1000)",
+        [](O o) {
+          if (o.wait_max_sleep_us < -1 || o.wait_max_sleep_us > 1000000)
+            return "Options::wait_max_sleep_us must be -1 (auto) or in [0, 1000000] microseconds, got " +
+                   std::to_string(o.wait_max_sleep_us);
+          return unless(o.wait_max_sleep_us == -1 || o.server_progress != ServerProgress::Poll,
+                        "Options::wait_max_sleep_us has no effect with Options::server_progress Poll (a waiting "
+                        "worker spins there)");
+        }),
     row<&Options::chunk_bytes>(
         "chunk_bytes", "Options::chunk_bytes", "transport", RankAgreement::Other,
         "large pushes and pulls are cut into operations of at most this many bytes",

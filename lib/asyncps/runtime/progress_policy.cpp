@@ -69,7 +69,8 @@ const CompletionRow kCompletion[] = {
 
 }  // namespace
 
-ProgressChoice choose_progress(const ProgressFacts& facts, ServerProgress requested, int requested_poll_us) {
+ProgressChoice choose_progress(const ProgressFacts& facts, ServerProgress requested, int requested_poll_us,
+                               int requested_worker_sleep_us) {
   ProgressChoice c;
   c.progress = requested;
   if (requested == ServerProgress::Auto)
@@ -85,11 +86,13 @@ ProgressChoice choose_progress(const ProgressFacts& facts, ServerProgress reques
         c.poll_us = row.poll_us;
         break;
       }
-  for (const auto& row : kWorker)
-    if (row.applies(facts)) {
-      c.worker_max_sleep_us = row.max_sleep_us;
-      break;
-    }
+  c.worker_max_sleep_us = requested_worker_sleep_us;
+  if (requested_worker_sleep_us < 0)
+    for (const auto& row : kWorker)
+      if (row.applies(facts)) {
+        c.worker_max_sleep_us = row.max_sleep_us;
+        break;
+      }
   for (const auto& row : kCompletion)
     if (row.applies(c.progress)) {
       c.completion = &row.completion();
@@ -106,7 +109,8 @@ ProgressChoice progress_choice(const Session& session) {
   f.tables = !session.layout().tables().empty();
   f.shared_memory_neighbours = session.node_ranks() > 1 && mpi_implementation().shared_memory_on_node();
   f.node_no_workers = session.node_has_no_workers();
-  return choose_progress(f, session.options().server_progress, session.options().server_poll_us);
+  return choose_progress(f, session.options().server_progress, session.options().server_poll_us,
+                         session.options().wait_max_sleep_us);
 }
 
 }  // namespace asyncps::detail

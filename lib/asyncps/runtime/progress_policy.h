@@ -31,7 +31,8 @@ struct ProgressChoice {
 };
 
 // requested_*: the Options (Auto and -1 leave the choice to the tables).
-ProgressChoice choose_progress(const ProgressFacts& facts, ServerProgress requested, int requested_poll_us);
+ProgressChoice choose_progress(const ProgressFacts& facts, ServerProgress requested, int requested_poll_us,
+                               int requested_worker_sleep_us = -1);
 
 // The Session's facts and Options through the tables.
 ProgressChoice progress_choice(const Session& session);
