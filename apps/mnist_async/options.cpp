@@ -201,7 +201,8 @@ std::vector<std::string> flag_names() {
   Config c;
   std::string config_file;
   std::vector<std::string> names;
-  for (const auto& option : describe(c, config_file).options()) names.push_back(option->long_name());
+  const po::options_description flags = describe(c, config_file);
+  for (const auto& option : flags.options()) names.push_back(option->long_name());
   return names;
 }
 
