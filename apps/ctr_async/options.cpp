@@ -119,6 +119,7 @@ std::optional<Config> parse_config(int argc, char** argv, bool print_help) {
     ("optimizer", po::value(&c.optimizer)->default_value(c.optimizer),
      "the rows' optimizer: sgd | adagrad (row-wise, one accumulator per row on the servers) | ftrl\n"
      "(FTRL-Proximal per coordinate; learning rate --embedding_lr, strengths --ftrl_l1, --ftrl_l2)")
+    ("row_optimizer", po::value<std::string>(), "--optimizer by another name: the rows' optimizer (sgd | adagrad | ftrl)")
     ("batch_size", po::value(&c.batch_size)->default_value(c.batch_size), "examples per worker step")
     ("learning_rate", po::value(&c.learning_rate)->default_value(c.learning_rate), "the dense weights' learning rate (SGD)")
     ("embedding_lr", po::value(&c.embedding_lr)->default_value(c.embedding_lr), "the embedding rows' learning rate")
@@ -165,6 +166,11 @@ std::optional<Config> parse_config(int argc, char** argv, bool print_help) {
       return std::nullopt;
     }
     po::notify(vm);
+    if (vm.count("row_optimizer")) {
+      if (!vm["optimizer"].defaulted())
+        throw asyncps::ConfigError("--row_optimizer and --optimizer name the same setting: give one");
+      c.optimizer = vm["row_optimizer"].as<std::string>();
+    }
     if (c.allreduce)  // no Session: none of the library's options would do anything
       for (const asyncps::OptionInfo& o : asyncps::option_table()) {
         const std::string flag = app_cli::flag_of(o);
