@@ -157,11 +157,6 @@ void bind_session(py::module_& m) {
       .def(py::init([](py::handle layout_arg, const py::object& comm, const py::kwargs& keywords) {
              constexpr const char* call = "Session";
              check_thread(call);
-             // A misspelt keyword: one line naming it and the nearest option (the same code on every rank).
-             for (const auto& item : keywords) {
-               const std::string key = py::str(item.first);
-               if (!asyncps::find_option(key)) throw py::type_error(unknown_keyword(key));
-             }
              // Every argument converted (Python code may run) before anything is kept. A refusal here
              // is this rank's alone: it is still taken to the collective, as options the library
              // refuses on every rank (no rank is left waiting), and then raised as it was.
@@ -173,6 +168,11 @@ void bind_session(py::module_& m) {
                if (!py::isinstance<asyncps::ParamLayout>(layout_arg))
                  throw py::type_error("asyncps: Session: layout must be an asyncps.Layout (got " + type_name(layout_arg) +
                                       ")");
+               // a misspelt keyword: one line naming it and the nearest option
+               for (const auto& item : keywords) {
+                 const std::string key = py::str(item.first);
+                 if (!asyncps::find_option(key)) throw py::type_error(unknown_keyword(key));
+               }
                for (const asyncps::OptionInfo& option : asyncps::option_table()) {  // in the table's order
                  const std::string key(option.key);
                  if (keywords.contains(key.c_str())) set_keyword(o, option, py::object(keywords[key.c_str()]));

@@ -111,3 +111,18 @@ TEST_CASE("every option the ranks must agree on has a fingerprint that moves wit
   }
   CHECK(agreed == 17);  // all but the five progress settings, which are each rank's own
 }
+
+TEST_CASE("a waiting worker's longest sleep: -1 or in [0, 1000000], and not beside Poll", "[option-table]") {
+  for (const int bad : {-2, 1000001, -2147483647 - 1}) {
+    Options o;
+    o.wait_max_sleep_us = bad;
+    CHECK_THROWS_WITH(validate(o), Catch::StartsWith("Options::wait_max_sleep_us must be -1 (auto) or in [0, 1000000]"));
+  }
+  Options o;
+  o.wait_max_sleep_us = 0;
+  CHECK_NOTHROW(validate(o));
+  o.server_progress = ServerProgress::Poll;
+  CHECK_THROWS_WITH(validate(o), Catch::Contains("wait_max_sleep_us has no effect with Options::server_progress Poll"));
+  CHECK_THROWS_WITH(set_option(o, *find_option("wait_max_sleep_us"), "1e3"),
+                    "Options::wait_max_sleep_us must be an integer that fits an int, got '1e3'");
+}

@@ -52,9 +52,9 @@ def refused(exc, fn, match="", what=None):
             print(f"[rank {RANK}] {what}: {type(e).__name__}: {m}", flush=True)
         return m
     except BaseException as e:  # noqa: BLE001
-        fail(f"{what}: expected {exc.__name__}, got {type(e).__name__}: {e}")
+        fail(f"{what}: expected {getattr(exc, '__name__', exc)}, got {type(e).__name__}: {e}")
         return None
-    fail(f"{what}: expected {exc.__name__}, nothing raised")
+    fail(f"{what}: expected {getattr(exc, '__name__', exc)}, nothing raised")
     return None
 
 
@@ -235,6 +235,14 @@ bad_sessions = [
     (asyncps.ConfigError, lambda: S(layout, server_poll_us=2**31), "does not fit a 32-bit"),
     (asyncps.ConfigError, lambda: S(layout, server_spin_us=-1), "server_spin_us"),
     (asyncps.ConfigError, lambda: S(layout, wait_spin_us=10**7), "wait_spin_us"),
+    (asyncps.ConfigError, lambda: S(layout, wait_max_sleep_us=-2), "wait_max_sleep_us"),
+    (asyncps.ConfigError, lambda: S(layout, wait_max_sleep_us=2**31), "does not fit a 32-bit"),
+    (TypeError, lambda: S(layout, wait_max_sleep_us=1.5), "wait_max_sleep_us must be an integer"),
+    (asyncps.ConfigError, lambda: S(layout, server_progress="poll", wait_max_sleep_us=100), "has no effect"),
+    (asyncps.ConfigError, lambda: S(layout, chunk_bytes=0), "chunk_bytes"),
+    (asyncps.ConfigError, lambda: S(layout, chunk_bytes=-1), "chunk_bytes"),
+    (asyncps.ConfigError, lambda: S(layout, chunk_bytes=2**62), "chunk_bytes"),
+    (TypeError, lambda: S(layout, chunk_bytes=float("nan")), "chunk_bytes must be an integer"),
     (asyncps.ConfigError, lambda: S(asyncps.Layout()), "empty"),
 ]
 for i, (exc, fn, match) in enumerate(bad_sessions):
@@ -242,6 +250,9 @@ for i, (exc, fn, match) in enumerate(bad_sessions):
 refused_in_thread(lambda: S(layout), "Session()")
 # one rank alone with a bad option: every rank raises (that rank's message), nobody waits
 refused(asyncps.ConfigError, lambda: S(layout, keep=0 if RANK == 0 else 5), "keep", "Session(keep=0 on rank 0 only)")
+# a misspelt keyword on one rank alone: that rank raises its TypeError, the others the common refusal
+refused((TypeError, asyncps.ConfigError) if RANK == 0 else asyncps.ConfigError,
+        lambda: S(layout, **({"stall_timout": 5} if RANK == 0 else {})), "", "Session(a misspelt keyword on rank 0 only)")
 
 session = S(layout, num_servers=1, stall_timeout=30)
 check(session.size == 3 and session.num_workers == 2, "roles")

@@ -145,6 +145,9 @@ std::string show(double v) {
 }
 bool in_range(double v, double lo, double hi) { return std::isfinite(v) && v >= lo && v <= hi; }
 std::string unless(bool ok, const std::string& message) { return ok ? std::string() : message; }
+std::string no_nul(const std::string& text, const char* field) {  // (a path or a name the OS is given)
+  return unless(text.find('\0') == std::string::npos, std::string(field) + " contains a NUL byte");
+}
 
 using asyncps::limits::kMaxServers;
 
@@ -290,7 +293,7 @@ const OptionInfo kOptions[] = {
         "timeline", "Options::timeline", "diagnostics", RankAgreement::Other,
         "write every rank's spans (pull, compute, push, waits, server activity, saves) to this file as Chrome "
         "trace-event JSON (Perfetto, chrome://tracing); written by rank 0 at the end",
-        [](O o) { return unless(o.timeline.find('\0') == std::string::npos, "Options::timeline contains a NUL byte"); },
+        [](O o) { return no_nul(o.timeline, "Options::timeline"); },
         // whether it is set (every rank then records its spans), not where rank 0 writes them
         [](O o) -> std::uint64_t { return o.timeline.empty() ? 0 : 1; }),
     row<&Options::stall_timeout>(
@@ -333,18 +336,12 @@ const OptionInfo kOptions[] = {
     row<&Options::checkpoint, &CheckpointOptions::dir>(
         "checkpoint_dir", "Options::checkpoint.dir", "checkpoint", RankAgreement::Checkpoint,
         "where the servers save checkpoints and a run resumes from (none: no checkpoints)",
-        [](O o) {
-          return unless(o.checkpoint.dir.native().find('\0') == std::string::npos,
-                        "Options::checkpoint.dir contains a NUL byte");
-        }),
+        [](O o) { return no_nul(o.checkpoint.dir.native(), "Options::checkpoint.dir"); }),
     row<&Options::checkpoint, &CheckpointOptions::restart_from>(
         "restart_from", "Options::checkpoint.restart_from", "checkpoint", RankAgreement::Checkpoint,
         "start from this checkpoint index, written by any number of servers (default: the newest valid one in the "
         "checkpoint directory)",
-        [](O o) {
-          return unless(o.checkpoint.restart_from.native().find('\0') == std::string::npos,
-                        "Options::checkpoint.restart_from contains a NUL byte");
-        }),
+        [](O o) { return no_nul(o.checkpoint.restart_from.native(), "Options::checkpoint.restart_from"); }),
     row<&Options::checkpoint, &CheckpointOptions::restore>(
         "restore", "Options::checkpoint.restore", "checkpoint", RankAgreement::Checkpoint,
         "resume from the newest valid checkpoint in the checkpoint directory (false: start afresh; those the run "

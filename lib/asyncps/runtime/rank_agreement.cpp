@@ -32,19 +32,21 @@ Kind kind_of(RankAgreement a) {
 struct Fact {
   std::string name;  // as the message names it
   Kind kind;
-  const OptionInfo* option;  // (null: a layout fact)
+  const OptionInfo* option;                           // an option's fingerprint, or
+  std::uint64_t (*of_layout)(const ParamLayout&);     // a fact of the layout
   std::uint64_t value(const ParamLayout& l, const Options& o) const {
-    if (option) return option->fingerprint(o);
-    return name == "the layout's hash" ? l.hash() : l.size();
+    return option ? option->fingerprint(o) : of_layout(l);
   }
 };
 
 // The two layout facts, then every option the ranks must agree on (asyncps/option_table.h), by kind.
 const std::vector<Fact>& facts() {
   static const std::vector<Fact> all = [] {
-    std::vector<Fact> f = {{"the layout's hash", Kind::Layout, nullptr}, {"the layout's size", Kind::Layout, nullptr}};
+    std::vector<Fact> f = {
+        {"the layout's hash", Kind::Layout, nullptr, [](const ParamLayout& l) -> std::uint64_t { return l.hash(); }},
+        {"the layout's size", Kind::Layout, nullptr, [](const ParamLayout& l) -> std::uint64_t { return l.size(); }}};
     for (const OptionInfo& o : option_table())
-      if (o.agree != RankAgreement::Free) f.push_back({std::string(o.field), kind_of(o.agree), &o});
+      if (o.agree != RankAgreement::Free) f.push_back({std::string(o.field), kind_of(o.agree), &o, nullptr});
     std::stable_sort(f.begin(), f.end(), [](const Fact& a, const Fact& b) { return a.kind < b.kind; });
     return f;
   }();
