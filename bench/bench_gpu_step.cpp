@@ -1,8 +1,11 @@
 // Times one training step of the GPU backend at one batch size, as a libasyncps worker runs it:
 // parameters uploaded from host memory, the gradient and loss downloaded, then the host SGD update
 // of the 9098 parameters. Each configuration of the backend side by side, in one run:
-//   asyncps-fused-resident   fused kernels, one CUDA graph a step, the batch named by rows of a
-//                            dataset resident on the GPU (bytes; what mnist_async --device gpu runs)
+//   asyncps-fused-resident-own  fused kernels, one CUDA graph a step, the batch named by rows of a
+//                            dataset resident on the GPU (bytes), the parameters and gradient in the
+//                            backend's own page-locked buffers (step_params, step_grad: no host
+//                            copy; what mnist_async --device gpu runs)
+//   asyncps-fused-resident   the same with the caller's own vectors (copied through pinned staging)
 //   asyncps-fused            fused kernels, graph, the batch's images uploaded from the host
 //   asyncps-fused-eager      fused kernels enqueued call by call, images uploaded
 //   asyncps-cudnn-resident   cuDNN + cuBLAS, graph, resident dataset
@@ -14,7 +17,9 @@
 // Prints a human line per measurement and one machine-readable line per configuration:
 //   RESULT impl=<impl> batch=<B> ms_per_step=<ms> samples_per_s=<n> device_ms=<ms>
 // Exits 77 with one line when there is no GPU (or the build has none).
+#include <algorithm>
 #include <cstdio>
+#include <span>
 #include <cstdlib>
 #include <exception>
 #include <random>
@@ -32,6 +37,7 @@ struct Config {
   const char* impl;
   nn::GpuOptions options;
   bool resident;
+  bool own_buffers;  // the parameters and gradient in step_params() / step_grad()
 };
 
 }  // namespace
@@ -62,18 +68,22 @@ int main(int argc, char** argv) {
     std::vector<std::int32_t> rows(static_cast<std::size_t>(batch));
 
     const Config configs[] = {
-        {"asyncps-fused-resident", {nn::GpuKernels::fused, true}, true},
-        {"asyncps-fused", {nn::GpuKernels::fused, true}, false},
-        {"asyncps-fused-eager", {nn::GpuKernels::fused, false}, false},
-        {"asyncps-cudnn-resident", {nn::GpuKernels::cudnn, true}, true},
-        {"asyncps-cudnn", {nn::GpuKernels::cudnn, true}, false},
-        {"asyncps-cudnn-eager", {nn::GpuKernels::cudnn, false}, false},
+        {"asyncps-fused-resident-own", {nn::GpuKernels::fused, true}, true, true},
+        {"asyncps-fused-resident", {nn::GpuKernels::fused, true}, true, false},
+        {"asyncps-fused", {nn::GpuKernels::fused, true}, false, false},
+        {"asyncps-fused-eager", {nn::GpuKernels::fused, false}, false, false},
+        {"asyncps-cudnn-resident", {nn::GpuKernels::cudnn, true}, true, false},
+        {"asyncps-cudnn", {nn::GpuKernels::cudnn, true}, false, false},
+        {"asyncps-cudnn-eager", {nn::GpuKernels::cudnn, false}, false, false},
     };
     volatile float sink = 0.0f;
     bool failed = false;
     for (const Config& c : configs) try {
       auto backend = nn::make_gpu_backend(batch, device, c.options);
       if (c.resident) backend->set_dataset(images, image_labels);
+      const std::span<float> P = c.own_buffers ? backend->step_params() : std::span<float>(params);
+      const std::span<float> G = c.own_buffers ? backend->step_grad() : std::span<float>(grad);
+      if (c.own_buffers) std::copy(params.begin(), params.end(), P.begin());
       double device_s = 0.0;
       long steps = 0;
       std::uint64_t state = 12345;  // the worker draws its rows on the host each step
@@ -84,12 +94,12 @@ int main(int argc, char** argv) {
             state = state * 6364136223846793005ULL + 1442695040888963407ULL;
             r = static_cast<std::int32_t>((state >> 33) % kRows);
           }
-          loss = backend->loss_and_grad_rows(params, rows, grad);
+          loss = backend->loss_and_grad_rows(P, rows, G);
         } else {
-          loss = backend->loss_and_grad(params, x, labels, grad);
+          loss = backend->loss_and_grad(P, x, labels, G);
         }
         sink = sink + loss;
-        for (std::size_t i = 0; i < params.size(); ++i) params[i] -= 1e-4f * grad[i];
+        for (std::size_t i = 0; i < P.size(); ++i) P[i] -= 1e-4f * G[i];
         device_s += backend->last_step_device_seconds();
         ++steps;
       });

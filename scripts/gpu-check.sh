@@ -215,6 +215,8 @@ if part train; then
   train 2 20000 w2
   train 4 20000 w4
   train 1 1000 w1_1000steps
+  train 1 20000 w1_overlap --overlap            # the next claim and pull in flight during the GPU step
+  train 1 5000 w1_cudnn --gpu_kernels cudnn     # the cuDNN kernels, to compare
 fi
 MPS_NOTE="not run"
 part mps && MPS_NOTE="no nvidia-cuda-mps-control on this machine"
@@ -275,7 +277,7 @@ fi
   printf '%-44s %s\n' "mnist_torch.py --device cuda, 1000 steps" "${ROW[torch_example]:-not run}"
   echo
   echo "mnist_async --device gpu, batch 128, 1 server + W workers on one GPU:"
-  for t in w1 w2 w4 w2_mps w4_mps w1_1000steps; do
+  for t in w1 w1_overlap w1_cudnn w2 w4 w2_mps w4_mps w1_1000steps; do
     [ -n "${ROW[train_$t]:-}" ] && printf '  %-16s %s\n' "$t" "${ROW[train_$t]}"
   done
   echo "  MPS: $MPS_NOTE"

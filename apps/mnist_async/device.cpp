@@ -8,12 +8,16 @@
 
 namespace mnist_async {
 
-std::unique_ptr<asyncps::nn::Backend> make_backend(const std::string& device, int max_batch, int node_worker_index) {
+std::unique_ptr<asyncps::nn::Backend> make_backend(const Config& config, int max_batch, int node_worker_index) {
   namespace nn = asyncps::nn;
+  const std::string& device = config.device;
   if (device == "gpu" || device == "auto") {
     const bool built = nn::gpu_backend_built();
     const int count = built ? nn::gpu_device_count() : 0;
-    if (count > 0) return nn::make_gpu_backend(max_batch, (node_worker_index < 0 ? 0 : node_worker_index) % count);
+    if (count > 0) {
+      const nn::GpuOptions options{nn::parse_gpu_kernels(config.gpu_kernels), !config.gpu_eager};
+      return nn::make_gpu_backend(max_batch, (node_worker_index < 0 ? 0 : node_worker_index) % count, options);
+    }
     if (device == "gpu") {
       if (!built)
         throw asyncps::ConfigError(
@@ -23,6 +27,12 @@ std::unique_ptr<asyncps::nn::Backend> make_backend(const std::string& device, in
           "--device gpu: no CUDA device is visible on this host (no GPU, no driver, or CUDA_VISIBLE_DEVICES hides "
           "them); use --device cpu or --device auto");
     }
+    // auto found no GPU: a GPU flag other than its default would change nothing
+    if (config.gpu_kernels != "fused" || config.gpu_eager)
+      throw asyncps::ConfigError(std::string(config.gpu_eager ? "--gpu_eager" : "--gpu_kernels " + config.gpu_kernels) +
+                                 " has no effect: --device auto found no GPU here (" +
+                                 (built ? "no CUDA device is visible" : "this build has no GPU backend") +
+                                 ") and computes on the CPU");
   }
   return nn::make_cpu_backend(max_batch);
 }

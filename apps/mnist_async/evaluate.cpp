@@ -32,7 +32,7 @@ int run_eval(const Config& config) {
     asyncps::StallWatch watch(asyncps::setup_watch_timeout(config.library.stall_timeout), "reading the MNIST data in " + config.data_dir);
     return asyncps::mnist::load_mnist(config.data_dir);
   }();
-  auto backend = make_backend(config.device, 1000, 0);
+  auto backend = make_backend(config, 1000, 0);
   const Accuracy plain = evaluate(*backend, data, ckpt.params);
   std::printf("%s (global step %lld): validation accuracy %.4f, test accuracy %.4f", index.c_str(),
               static_cast<long long>(ckpt.global_step), plain.validation, plain.test);

@@ -53,6 +53,8 @@ void validate(const Config& c) {
           "--moving_average_correction must be trend or none, got '" + c.moving_average_correction + "'");
   require(c.device == "cpu" || c.device == "gpu" || c.device == "auto",
           "--device must be cpu, gpu or auto, got '" + c.device + "'");
+  require(c.gpu_kernels == "fused" || c.gpu_kernels == "cudnn",
+          "--gpu_kernels must be fused or cudnn, got '" + c.gpu_kernels + "'");
   require(std::isfinite(c.save_summaries_secs) && c.save_summaries_secs >= 0 && c.save_summaries_secs <= 1e9,
           "--save_summaries_secs must be in [0, 1e9], got " + show(c.save_summaries_secs));
   require(c.log_every > 0, "--log_every must be positive, got " + std::to_string(c.log_every));
@@ -107,6 +109,8 @@ void refuse_without_effect(const po::variables_map& vm, const Config& c) {
   const std::string& opt = c.optimizer.name;
   refuse_without(vm, "checkpoint", c.eval_only,
                  "--eval_only (it names the checkpoint to evaluate; training resumes from one with --restart_from)");
+  refuse_without(vm, "gpu_kernels", c.device != "cpu", "--device gpu or auto");
+  refuse_without(vm, "gpu_eager", c.device != "cpu", "--device gpu or auto");
   refuse_without(vm, "eval_target", c.eval_every > 0, "--eval_every (the snapshots it is measured on)");
   refuse_without(vm, "momentum", opt == "momentum", "--optimizer momentum");
   refuse_without(vm, "momentum_correction", opt == "momentum", "--optimizer momentum");
@@ -155,6 +159,12 @@ po::options_description describe(Config& c, std::string& config_file) {
     ("data_dir", po::value(&c.data_dir)->default_value(c.data_dir), "directory with the four MNIST IDX files (make data)")
     ("seed", po::value(&c.seed)->default_value(c.seed), "seed of the initial parameters and of the data order")
     ("device", po::value(&c.device)->default_value(c.device), "cpu | gpu | auto: where workers compute gradients")
+    ("gpu_kernels", po::value(&c.gpu_kernels)->default_value(c.gpu_kernels),
+     "--device gpu|auto: fused (the project's kernels, 10 a step) | cudnn (cuDNN convolutions and pooling, cuBLAS "
+     "for the fc layer: to compare against)")
+    ("gpu_eager", po::bool_switch(&c.gpu_eager),
+     "--device gpu|auto: enqueue each step's calls one by one instead of replaying the step's CUDA graph (to "
+     "compare against)")
     ("save_summaries_secs", po::value(&c.save_summaries_secs)->default_value(c.save_summaries_secs),
      "the chief appends a metrics line to logdir/metrics.jsonl this often (0: every log line)")
     ("log_every", po::value(&c.log_every)->default_value(c.log_every), "the chief logs every N local steps")

@@ -29,6 +29,8 @@ struct Config {
   std::string data_dir = "data/mnist";
   std::int64_t seed = 1;   // signed, so that -1 is an error rather than 2^64 - 1
   std::string device = "cpu";
+  std::string gpu_kernels = "fused";  // the GPU step's kernels: fused (the project's) | cudnn (cuDNN + cuBLAS)
+  bool gpu_eager = false;             // the GPU step enqueued call by call rather than replayed as a CUDA graph
   double save_summaries_secs = 60;
   int log_every = 10;
   std::int64_t train_limit = 0;  // use only the first N training examples (0 = all); signed like seed

@@ -58,7 +58,7 @@ int run_worker(const Config& config, asyncps::Session& session) {
     asyncps::StallWatch watch(asyncps::setup_watch_timeout(config.library.stall_timeout), "reading the MNIST data in " + config.data_dir);
     return asyncps::mnist::load_mnist(config.data_dir, static_cast<std::size_t>(config.train_limit));
   }();
-  auto backend = make_backend(config.device, config.batch_size, session.node_worker_index());
+  auto backend = make_backend(config, config.batch_size, session.node_worker_index());
   backend->set_dataset(data.train.images, data.train.labels);  // (a GPU keeps it on the device)
   if (config.verbose)  // the instruction-set level of the CPU kernels (the model's on cpu, the updates' on either)
     std::printf("worker %d: backend %s, cpu kernels: %s\n", roles.worker_index(), backend->name(),
@@ -68,12 +68,21 @@ int run_worker(const Config& config, asyncps::Session& session) {
   asyncps::mnist::Batcher batcher(data.train, config.batch_size, static_cast<std::uint64_t>(config.seed) * 1000003u + static_cast<std::uint64_t>(roles.worker_index()));
 
   const std::size_t n = session.layout().size();
-  std::vector<float> params(n), grad(n), ahead(config.optimizer.predicts() ? n : 0);
+  // The parameters the step reads and the gradient it writes are the backend's own buffers (on a
+  // GPU page-locked: the device copies to and from them, no host copy): the parameters pulled,
+  // or with prediction the parameters predicted from them (the pulled ones kept apart).
+  std::vector<float> pulled(config.optimizer.predicts() ? n : 0);
+  const std::span<float> params = config.optimizer.predicts() ? std::span<float>(pulled) : backend->step_params();
+  const std::span<float> ahead = config.optimizer.predicts() ? backend->step_params() : std::span<float>();
+  const std::span<float> grad = backend->step_grad();
   std::vector<std::int32_t> rows(static_cast<std::size_t>(config.batch_size));  // the batch, as rows of data.train
 
   asyncps::WorkerClient client(session);  // the transport
   asyncps::StepLoop step_loop(client);     // the mode, the non-finite guard, staleness
   asyncps::ShadowStore shadow_store(client);  // the chief's EMA, kept on the servers for checkpoints
+  // the transport's operations in flight (the last push; with --overlap the next claim and pull)
+  // move while the step computes, on a GPU as on the CPU
+  backend->set_while_computing([&client] { client.progress(); });
   client.pull(params);
   std::optional<MovingAverage> ema;
   std::vector<Snapshot> snapshots;
@@ -146,7 +155,8 @@ int run_worker(const Config& config, asyncps::Session& session) {
     if (chief && config.eval_every > 0 &&
         (snapshots.empty() ? begun->global_step >= 0 : begun->global_step / config.eval_every > snapshots.back().global_step / config.eval_every)) {
       const auto average = ema->average();
-      snapshots.push_back({begun->global_step, since(start), params, std::vector<float>(average.begin(), average.end())});
+      snapshots.push_back({begun->global_step, since(start), std::vector<float>(params.begin(), params.end()),
+                           std::vector<float>(average.begin(), average.end())});
     }
     if (ema && local_step % config.log_every == 0) shadow_store.store(ema->average());  // checkpoints hold it
     if (talk && local_step % config.log_every == 0) {
@@ -172,6 +182,7 @@ int run_worker(const Config& config, asyncps::Session& session) {
     std::printf("nothing to train: the global step had already reached --training_steps %lld (resumed from a "
                 "checkpoint? raise --training_steps to continue, or pass --no_restore)\n",
                 static_cast<long long>(config.training_steps));
+  backend->set_while_computing({});  // (the evaluation below computes after the transport is done)
   if (ema) shadow_store.store(ema->average());
   client.drain();  // every worker is done: the arena is final
   const double wall = since(start);
@@ -237,7 +248,7 @@ int run_worker(const Config& config, asyncps::Session& session) {
                     {"staleness_p99", static_cast<double>(tau.percentile(99))},
                     {"staleness_max", static_cast<double>(tau.max())}});
     if (!config.export_dir.empty()) {
-      asyncps::export_npy(config.export_dir, session.layout(), params);
+      asyncps::export_npy(config.export_dir, session.layout(), std::vector<float>(params.begin(), params.end()));
       const auto average = ema->average();
       asyncps::export_npy(std::filesystem::path(config.export_dir) / "ema", session.layout(),
                           std::vector<float>(average.begin(), average.end()));

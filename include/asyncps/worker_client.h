@@ -68,6 +68,14 @@ class WorkerClient {
   void wait(Ticket ticket);  // blocks until that operation is complete at the server
   void wait_all();
 
+  // Lets this worker's operations in flight (StepLoop's prefetched claim and pull, the last push,
+  // tickets) advance while the caller waits on something else, a GPU step say: one pass of MPI's
+  // progress engine (MPI_Iprobe), returning at once, and a heartbeat where one is due (the
+  // worker is alive). Where the network moves data only inside MPI calls (Open MPI's osc pt2pt
+  // over TCP, between hosts), an operation issued before a long compute otherwise stands still
+  // until the next call. nn::Backend::set_while_computing calls it during a step.
+  void progress();
+
   // Atomically adds 1 to the global step; returns the new value.
   std::int64_t next_step();
   // Claims one global step if fewer than `limit` have been taken: adds 1 and returns the new

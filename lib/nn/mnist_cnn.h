@@ -12,6 +12,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -94,16 +95,45 @@ class Backend {  // one model instance; not thread-safe; holds all scratch buffe
   // Throws nn::Error without a dataset, on an empty or oversized batch or a row out of range.
   virtual float loss_and_grad_rows(std::span<const float> params, std::span<const std::int32_t> rows,
                                    std::span<float> grad);
+  // A function the backend calls on the calling thread while a loss_and_grad* step runs: a GPU
+  // backend again and again while the device computes (it polls the device between calls), the
+  // CPU backend between the step's passes (twice a step). A worker gives it its transport's
+  // progress, so that operations in flight (a prefetched pull, the last push) move during the
+  // compute: backend.set_while_computing([&] { client.progress(); }). Empty (the default):
+  // nothing is called. An exception from it leaves the call once the device has finished the
+  // step; the gradient is then unspecified.
+  void set_while_computing(std::function<void()> fn) { while_computing_ = std::move(fn); }
+
+  // The backend's own host buffers for a step's parameters and its gradient (kMnistCnnParams
+  // floats each, zeroed, valid as long as the backend). A call given these very spans copies
+  // nothing on the host: on a GPU they are page-locked, and the device reads the parameters from
+  // step_params() and writes the gradient into step_grad() directly; any other span goes through
+  // staging buffers of the backend's own. The backend never writes step_params(), and writes
+  // step_grad() only as the gradient of a call given it. The caller must leave both alone while
+  // a call that was given them runs.
+  virtual std::span<float> step_params();
+  virtual std::span<float> step_grad();
+
   // Seconds the device spent on the last loss_and_grad* (its own clock: CUDA events around the
   // step, uploads and downloads included), or a negative value where the backend has none (CPU).
   virtual double last_step_device_seconds() const { return -1.0; }
 
  protected:
+  // Calls the set_while_computing function, if any.
+  void while_computing() const {
+    if (while_computing_) while_computing_();
+  }
+  bool has_while_computing() const noexcept { return static_cast<bool>(while_computing_); }
+
   // The dataset of set_dataset, for backends that gather on the host (this base version).
   std::span<const float> data_images_;
   std::span<const std::uint8_t> data_labels_;
   std::vector<float> rows_x_;
   std::vector<std::uint8_t> rows_y_;
+
+ private:
+  std::vector<float> own_params_, own_grad_;  // this base version's step_params(), step_grad()
+  std::function<void()> while_computing_;
 };
 
 // The checks of set_dataset and loss_and_grad_rows, shared by every backend: the dataset's size n

@@ -165,6 +165,15 @@ void bind_worker(py::module_& m) {
              h.pending.clear();
            })
       .def(
+          "progress",
+          [](WorkerHandle& h) {
+            constexpr const char* call = "WorkerClient.progress";
+            check_thread(call);
+            h.get(call).progress();
+          },
+          "Lets the operations in flight (tickets, StepLoop's prefetched pull, the last push) advance while the "
+          "caller waits on something else, a GPU step say: one pass of MPI's progress engine; returns at once.")
+      .def(
           "next_step",
           [](WorkerHandle& h) {
             asyncps::WorkerClient& w = h.get("WorkerClient.next_step");

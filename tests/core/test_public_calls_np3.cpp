@@ -87,6 +87,12 @@ TEST_CASE("refused arguments never reach the arena; the temporary server frees n
     CHECK_THROWS_WITH(w.note_span("gpu", t, t - std::chrono::seconds(1)), Catch::Contains("ends before it begins"));
     CHECK_NOTHROW(w.note_span("gpu", t - std::chrono::microseconds(5), t));
     CHECK_THAT(from_other_thread([&] { w.note_span("gpu", t, t); }), Catch::Contains("WorkerClient::note_span"));
+    // progress: from the Session's thread, with operations in flight or none
+    const Ticket in_flight = w.pull_async(params);
+    for (int i = 0; i < 100; ++i) CHECK_NOTHROW(w.progress());
+    w.wait(in_flight);
+    CHECK_NOTHROW(w.progress());
+    CHECK_THAT(from_other_thread([&] { w.progress(); }), Catch::Contains("WorkerClient::progress"));
     // FUNNELED: the thread that made the Session only
     CHECK_THAT(from_other_thread([&] { w.pull(params); }), Catch::Contains("called from another thread"));
     CHECK_THAT(from_other_thread([&] { w.push(grad, 1.f); }), Catch::Contains("WorkerClient::push"));
@@ -103,6 +109,7 @@ TEST_CASE("refused arguments never reach the arena; the temporary server frees n
     CHECK(after == before);
     w.finish();
     CHECK_THROWS_WITH(w.pull(params), Catch::Contains("after finish()"));
+    CHECK_THROWS_WITH(w.progress(), Catch::Contains("WorkerClient::progress after finish()"));
     CHECK_THROWS_AS(w.push(grad, 1.f), Error);
     CHECK_THROWS_AS(steps.begin_step(params, 10), Error);
   }

@@ -18,6 +18,7 @@
 #include "nn/gpu/gpu_backend.h"
 #include "nn/mnist_cnn.h"
 #include "model_inputs.h"
+#include "step_buffers.h"
 #include "reference.h"
 #include "nn/error.h"
 
@@ -140,6 +141,28 @@ TEST_CASE("steps on the resident dataset equal the cpu backend's on the same row
   std::vector<float> g(nn::kMnistCnnParams);
   CHECK_THROWS_WITH(fresh->loss_and_grad_rows(nn_test::glorot_params(1), std::vector<std::int32_t>{0}, g),
                     Catch::Contains("no dataset"));
+}
+
+TEST_CASE("every gpu configuration: a step from the backend's own page-locked buffers equals one through staging",
+          "[gpu][step-buffers]") {
+  for (const nn::GpuOptions& o : kConfigs) {
+    CAPTURE(nn::gpu_kernels_name(o.kernels), o.graph);
+    auto gpu = nn::make_gpu_backend(64, 0, o);
+    for (const int B : {1, 64}) {
+      CAPTURE(B);
+      nn_test::check_step_buffers(*gpu, B);
+    }
+  }
+}
+
+// The device needs ~100 us for a step at batch 256; the first poll comes microseconds after the
+// launch, so the function runs at least once.
+TEST_CASE("every gpu configuration polls the device between calls of the while-computing function", "[gpu][while-computing]") {
+  for (const nn::GpuOptions& o : kConfigs) {
+    CAPTURE(nn::gpu_kernels_name(o.kernels), o.graph);
+    auto gpu = nn::make_gpu_backend(256, 0, o);
+    nn_test::check_while_computing(*gpu, 256, 1);
+  }
 }
 
 TEST_CASE("a replayed graph step is bit-identical to the same step enqueued call by call", "[gpu]") {

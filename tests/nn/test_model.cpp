@@ -8,6 +8,7 @@
 
 #include "nn/mnist_cnn.h"
 #include "model_inputs.h"
+#include "step_buffers.h"
 #include "reference.h"
 #include "nn/error.h"
 
@@ -71,6 +72,17 @@ TEST_CASE("loss and gradient do not depend on max_batch or on earlier calls", "[
   const float lb = b->loss_and_grad(p, small.x, small.y, gb);
   CHECK(la == lb);
   CHECK(ga == gb);
+}
+
+TEST_CASE("a cpu step given the backend's own buffers equals one given the caller's, which leave them alone",
+          "[model][step-buffers]") {
+  auto be = nn::make_cpu_backend(32);
+  nn_test::check_step_buffers(*be, 32);
+}
+
+TEST_CASE("the cpu backend calls the while-computing function twice a step, never in forward", "[model][while-computing]") {
+  auto be = nn::make_cpu_backend(8);
+  nn_test::check_while_computing(*be, 8, 2);
 }
 
 TEST_CASE("200 SGD steps on 64 fixed random images make the loss fall a lot", "[model][train]") {

@@ -465,7 +465,7 @@ else:
     thread_calls = {
         "pull": lambda: w.pull(buf), "push": lambda: w.push(ones, 1.0), "push_async": lambda: w.push_async(ones, 1.0),
         "pull_async": lambda: w.pull_async(buf), "wait": lambda: w.wait(t_ok), "wait_all": w.wait_all,
-        "next_step": w.next_step, "claim_step": lambda: w.claim_step(LIMIT), "global_step": lambda: w.global_step,
+        "progress": w.progress, "next_step": w.next_step, "claim_step": lambda: w.claim_step(LIMIT), "global_step": lambda: w.global_step,
         "drain": w.drain, "finish": w.finish, "finished": lambda: w.finished, "stats": lambda: w.stats,
         "worker_index": lambda: w.worker_index, "begin_step": lambda: w.begin_step(buf, LIMIT),
         "end_step": lambda: w.end_step(ones, 1.0), "request_halt": w.request_halt, "halted": lambda: w.halted,

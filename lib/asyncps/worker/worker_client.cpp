@@ -63,6 +63,7 @@ Ticket WorkerClient::push_async(std::span<const float> grad, float scale) { retu
 Ticket WorkerClient::pull_async(std::span<float> params) { return impl_->pull_async(params); }
 void WorkerClient::wait(Ticket ticket) { impl_->wait(ticket); }
 void WorkerClient::wait_all() { impl_->wait_all(); }
+void WorkerClient::progress() { impl_->progress(); }
 
 std::int64_t WorkerClient::next_step() {
   impl_->enter("WorkerClient::next_step");

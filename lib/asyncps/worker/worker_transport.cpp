@@ -182,6 +182,13 @@ void WorkerTransport::wait_all() {
   while (!pending_.empty()) wait(pending_.begin()->first);
 }
 
+void WorkerTransport::progress() {
+  enter("WorkerClient::progress");
+  liveness().beat();  // (a clock comparison unless a heartbeat is due)
+  int arrived = 0;    // nothing is taken: the probe only runs the progress engine once
+  ASYNCPS_MPI_CHECK(MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, rt_.session().comm(), &arrived, MPI_STATUS_IGNORE));
+}
+
 void WorkerTransport::drain() {
   check_thread(rt_session(), "WorkerClient::drain");
   if (drained_) return;

@@ -63,6 +63,7 @@ class WorkerTransport {
   Ticket pull_async(std::span<float> params);
   void wait(Ticket ticket);
   void wait_all();
+  void progress();
   void drain();
   void finish();
 

@@ -10,11 +10,13 @@
 //          its transpose, without copies.
 // Activations are NHWC like the CPU backend and the arena.
 //
-// A step, all on one stream: params (pinned staging) -> device; the batch -> device (the images
-// and labels, or with a resident dataset only the row list: set_dataset uploaded the images once);
-// forward, backward; the gradient arena and the mean loss (one buffer) -> pinned staging; one
-// synchronisation. With GpuOptions::graph the step of each (batch size, batch source) is captured
-// once as a CUDA graph and replayed: one launch a step. Nothing is allocated in a step.
+// A step, all on one stream: params -> device, from the caller's step_params() as they are (page-
+// locked) or from pinned staging they were copied into; the batch -> device (the images and
+// labels, or with a resident dataset only the row list: set_dataset uploaded the images once);
+// forward, backward; the gradient arena and the mean loss (one buffer) -> step_grad()'s buffer
+// (the loss in a slot past its end) or pinned staging; one synchronisation. With
+// GpuOptions::graph the step of each (batch size, batch source, host buffers) is captured once as
+// a CUDA graph and replayed: one launch a step. Nothing is allocated in a step.
 //
 // Determinism and precision: every sum runs in a fixed order (no atomics), so a step gives
 // bit-identical results run to run. cudnn: convolution algorithms are chosen once per batch size
@@ -134,7 +136,8 @@ class GpuBackend final : public Backend {
       CUDA_CHECK(cudaEventCreate(&e));
       step_end_.reset(e);
     }
-    for (auto& g : graphs_) g.resize(static_cast<std::size_t>(max_batch_) + 1);
+    for (auto& by_source : graphs_)
+      for (auto& g : by_source) g.resize(static_cast<std::size_t>(max_batch_) + 1);
     const std::size_t B = static_cast<std::size_t>(max_batch_);
     d_params_ = DeviceArray<float>(kMnistCnnParams);
     d_grad_loss_ = DeviceArray<float>(kMnistCnnParams + 1);  // gradient arena, then the mean loss
@@ -148,6 +151,10 @@ class GpuBackend final : public Backend {
     h_labels_ = PinnedArray<std::uint8_t>(B);
     h_rows_ = PinnedArray<std::int32_t>(B);
     h_out_ = PinnedArray<float>(std::max<std::size_t>(kMnistCnnParams + 1, B * kClasses));
+    h_own_params_ = PinnedArray<float>(kMnistCnnParams);
+    h_own_grad_ = PinnedArray<float>(kMnistCnnParams + 1);  // the gradient, then the mean loss
+    std::fill_n(h_own_params_.get(), kMnistCnnParams, 0.0f);
+    std::fill_n(h_own_grad_.get(), kMnistCnnParams + 1, 0.0f);
     if (options_.kernels == GpuKernels::fused) {
       d_xg_ = DeviceArray<float>(B * kImagePixels);
       d_p1_ = DeviceArray<float>(B * fused::kP1);
@@ -173,21 +180,24 @@ class GpuBackend final : public Backend {
   const char* name() const override { return options_.kernels == GpuKernels::fused ? "gpu" : "gpu-cudnn"; }
   int max_batch() const override { return max_batch_; }
   double last_step_device_seconds() const override { return last_step_seconds_; }
+  std::span<float> step_params() override { return {h_own_params_.get(), kMnistCnnParams}; }
+  std::span<float> step_grad() override { return {h_own_grad_.get(), kMnistCnnParams}; }
 
   float loss_and_grad(std::span<const float> params, std::span<const float> x,
                       std::span<const std::uint8_t> labels, std::span<float> grad) override {
     const int B = check_step_args("loss_and_grad", max_batch_, params, x, labels, grad);
-    std::memcpy(h_params_.get(), params.data(), params.size_bytes());
+    const float* hp = stage_params(params);
     std::memcpy(h_x_.get(), x.data(), x.size_bytes());
     std::memcpy(h_labels_.get(), labels.data(), labels.size_bytes());
-    return run_step(B, kHostBatch, grad);
+    return run_step(B, kHostBatch, hp, grad);
   }
 
   void set_dataset(std::span<const float> images, std::span<const std::uint8_t> labels) override {
     const std::size_t n = check_dataset(images, labels);
     CUDA_CHECK(cudaSetDevice(device_));
     CUDA_CHECK(cudaStreamSynchronize(compute_.get()));
-    for (auto& g : graphs_[kResident]) g.reset();  // they name the old dataset's memory
+    for (auto& by_ends : graphs_[kResident])  // they name the old dataset's memory
+      for (auto& g : by_ends) g.reset();
     data_rows_ = 0;
     d_data_u8_ = {};
     d_data_f32_ = {};
@@ -217,9 +227,9 @@ class GpuBackend final : public Backend {
     if (params.size() != kMnistCnnParams || grad.size() != kMnistCnnParams)
       throw Error("loss_and_grad_rows: params and grad must have " + std::to_string(kMnistCnnParams) +
                   " floats, got " + std::to_string(params.size()) + " and " + std::to_string(grad.size()));
-    std::memcpy(h_params_.get(), params.data(), params.size_bytes());
+    const float* hp = stage_params(params);
     std::memcpy(h_rows_.get(), rows.data(), rows.size_bytes());
-    return run_step(B, kResident, grad);
+    return run_step(B, kResident, hp, grad);
   }
 
   void forward(std::span<const float> params, std::span<const float> x, std::span<float> logits) override {
@@ -230,9 +240,9 @@ class GpuBackend final : public Backend {
     if (B == 0) return;
     CUDA_CHECK(cudaSetDevice(device_));
     cudaStream_t s = compute_.get();
-    std::memcpy(h_params_.get(), params.data(), params.size_bytes());
+    const float* hp = stage_params(params);
     std::memcpy(h_x_.get(), x.data(), x.size_bytes());
-    CUDA_CHECK(cudaMemcpyAsync(d_params_.get(), h_params_.get(), params.size_bytes(), cudaMemcpyHostToDevice, s));
+    CUDA_CHECK(cudaMemcpyAsync(d_params_.get(), hp, params.size_bytes(), cudaMemcpyHostToDevice, s));
     CUDA_CHECK(cudaMemcpyAsync(d_x_.get(), h_x_.get(), x.size_bytes(), cudaMemcpyHostToDevice, s));
     if (options_.kernels == GpuKernels::fused) {
       CUDA_CHECK(launch_fused_forward(B, BatchSource<float>{d_x_.get(), nullptr, d_iota_.get()}, d_params_.get(),
@@ -249,41 +259,75 @@ class GpuBackend final : public Backend {
 
  private:
   enum Source { kHostBatch, kResident, kSources };
+  // Which host buffers a step's copies use: bit 0, the parameters come from step_params() (else
+  // h_params_); bit 1, the gradient and loss go to step_grad()'s buffer (else h_out_).
+  static constexpr int kEnds = 4;
+
+  // The page-locked parameters the step's upload reads: the caller's own step_params() as they
+  // are, any other span copied into the staging buffer.
+  const float* stage_params(std::span<const float> params) {
+    if (params.data() == h_own_params_.get()) return h_own_params_.get();
+    std::memcpy(h_params_.get(), params.data(), params.size_bytes());
+    return h_params_.get();
+  }
 
   FusedScratch scratch() const {
     return FusedScratch{d_xg_.get(), d_p1_.get(),      d_p2_.get(),  d_logits_.get(), d_loss_.get(), d_dlogits_.get(),
                         d_dp2_.get(), d_dp1_.get(), d_partial_.get(), d_a1_.get(), d_a2_.get()};
   }
 
-  // The staged step (h_params_, and h_x_/h_labels_ or h_rows_) on the device: as a graph when
-  // options_.graph, else enqueued call by call; the gradient and mean loss out.
-  float run_step(int B, Source src, std::span<float> grad) {
+  // The staged step (the parameters at hp, and h_x_/h_labels_ or h_rows_) on the device: as a graph
+  // when options_.graph, else enqueued call by call; the gradient and mean loss out, into grad
+  // itself where it is step_grad().
+  float run_step(int B, Source src, const float* hp, std::span<float> grad) {
+    float* hg = grad.data() == h_own_grad_.get() ? h_own_grad_.get() : h_out_.get();
+    const int ends = (hp == h_own_params_.get() ? 1 : 0) | (hg == h_own_grad_.get() ? 2 : 0);
     CUDA_CHECK(cudaSetDevice(device_));
     if (options_.kernels == GpuKernels::cudnn) prepare(B);
     cudaStream_t s = compute_.get();
     CUDA_CHECK(cudaEventRecord(step_begin_.get(), s));
     if (options_.graph) {
-      GraphExec& g = graphs_[src][static_cast<std::size_t>(B)];
-      if (!g) g = capture(B, src);
+      GraphExec& g = graphs_[src][ends][static_cast<std::size_t>(B)];
+      if (!g) g = capture(B, src, hp, hg);
       CUDA_CHECK(cudaGraphLaunch(g.get(), s));
     } else {
-      enqueue_step(B, src);
+      enqueue_step(B, src, hp, hg);
     }
     CUDA_CHECK(cudaEventRecord(step_end_.get(), s));
-    CUDA_CHECK(cudaEventSynchronize(step_end_.get()));
+    wait_for_step();
     float ms = 0.0f;
     CUDA_CHECK(cudaEventElapsedTime(&ms, step_begin_.get(), step_end_.get()));
     last_step_seconds_ = 1e-3 * ms;
-    std::memcpy(grad.data(), h_out_.get(), kMnistCnnParams * sizeof(float));
-    return h_out_.get()[kMnistCnnParams];
+    if (hg != grad.data()) std::memcpy(grad.data(), hg, kMnistCnnParams * sizeof(float));
+    return hg[kMnistCnnParams];
+  }
+
+  // Until the step's end event: polling the device between calls of the while_computing function
+  // where there is one (the worker's transport moves meanwhile), else in cudaEventSynchronize.
+  void wait_for_step() {
+    if (!has_while_computing()) {
+      CUDA_CHECK(cudaEventSynchronize(step_end_.get()));
+      return;
+    }
+    for (;;) {
+      const cudaError_t e = cudaEventQuery(step_end_.get());
+      if (e == cudaSuccess) return;
+      if (e != cudaErrorNotReady) throw_call_failed("cudaEventQuery(step_end_)", cudaGetErrorString(e), __FILE__, __LINE__);
+      try {
+        while_computing();
+      } catch (...) {
+        (void)cudaEventSynchronize(step_end_.get());  // the step's buffers are the device's until then
+        throw;
+      }
+    }
   }
 
   // The step of (B, src) recorded once into a graph (nothing runs while it is captured).
-  GraphExec capture(int B, Source src) {
+  GraphExec capture(int B, Source src, const float* hp, float* hg) {
     cudaStream_t s = compute_.get();
     CUDA_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
     try {
-      enqueue_step(B, src);
+      enqueue_step(B, src, hp, hg);
     } catch (...) {
       cudaGraph_t partial = nullptr;
       (void)cudaStreamEndCapture(s, &partial);  // leaves the stream out of capture mode
@@ -299,11 +343,12 @@ class GpuBackend final : public Backend {
     return GraphExec(exec);
   }
 
-  // Every operation of one step, in order, on compute_.
-  void enqueue_step(int B, Source src) {
+  // Every operation of one step, in order, on compute_: the parameters from hp, the gradient and
+  // the mean loss to hg (kMnistCnnParams + 1 floats; both page-locked).
+  void enqueue_step(int B, Source src, const float* hp, float* hg) {
     cudaStream_t s = compute_.get();
     const auto nb = static_cast<std::size_t>(B);
-    CUDA_CHECK(cudaMemcpyAsync(d_params_.get(), h_params_.get(), kMnistCnnParams * sizeof(float),
+    CUDA_CHECK(cudaMemcpyAsync(d_params_.get(), hp, kMnistCnnParams * sizeof(float),
                                cudaMemcpyHostToDevice, s));
     if (src == kHostBatch) {
       CUDA_CHECK(cudaMemcpyAsync(d_x_.get(), h_x_.get(), nb * kImagePixels * sizeof(float), cudaMemcpyHostToDevice, s));
@@ -316,7 +361,7 @@ class GpuBackend final : public Backend {
       else
         enqueue_compute(B, BatchSource<float>{d_data_f32_.get(), d_data_labels_.get(), d_rows_.get()});
     }
-    CUDA_CHECK(cudaMemcpyAsync(h_out_.get(), d_grad_loss_.get(), (kMnistCnnParams + 1) * sizeof(float),
+    CUDA_CHECK(cudaMemcpyAsync(hg, d_grad_loss_.get(), (kMnistCnnParams + 1) * sizeof(float),
                                cudaMemcpyDeviceToHost, s));
   }
 
@@ -574,10 +619,11 @@ class GpuBackend final : public Backend {
   DeviceArray<float> d_c1_, d_dc1_, d_p1_, d_dp1_, d_c2_, d_dc2_, d_p2_, d_dp2_, d_logits_, d_dlogits_, d_loss_,
       d_partial_, d_data_f32_, d_xg_;
   PinnedArray<float> h_params_, h_x_, h_out_;
+  PinnedArray<float> h_own_params_, h_own_grad_;  // step_params(), step_grad() (+ the loss)
   PinnedArray<std::uint8_t> h_labels_;
   PinnedArray<std::int32_t> h_rows_;
-  // Graphs last: destroyed first. [source][batch size]; empty until that step first runs.
-  std::vector<GraphExec> graphs_[kSources];
+  // Graphs last: destroyed first. [source][host ends][batch size]; empty until that step first runs.
+  std::vector<GraphExec> graphs_[kSources][kEnds];
 };
 
 }  // namespace
