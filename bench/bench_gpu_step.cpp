@@ -5,7 +5,10 @@
 //                            dataset resident on the GPU (bytes), the parameters and gradient in the
 //                            backend's own page-locked buffers (step_params, step_grad: no host
 //                            copy; what mnist_async --device gpu runs)
-//   asyncps-fused-resident   the same with the caller's own vectors (copied through pinned staging)
+//   asyncps-fused-resident-own-polling  the same, the host polling the device between calls of a
+//                            while-computing function that does nothing (mnist_async's runs the
+//                            transport there) instead of waiting in cudaEventSynchronize
+//   asyncps-fused-resident   the caller's own vectors (copied through pinned staging)
 //   asyncps-fused            fused kernels, graph, the batch's images uploaded from the host
 //   asyncps-fused-eager      fused kernels enqueued call by call, images uploaded
 //   asyncps-cudnn-resident   cuDNN + cuBLAS, graph, resident dataset
@@ -38,6 +41,7 @@ struct Config {
   nn::GpuOptions options;
   bool resident;
   bool own_buffers;  // the parameters and gradient in step_params() / step_grad()
+  bool polling = false;  // a while-computing function set: the host polls the device
 };
 
 }  // namespace
@@ -69,6 +73,7 @@ int main(int argc, char** argv) {
 
     const Config configs[] = {
         {"asyncps-fused-resident-own", {nn::GpuKernels::fused, true}, true, true},
+        {"asyncps-fused-resident-own-polling", {nn::GpuKernels::fused, true}, true, true, true},
         {"asyncps-fused-resident", {nn::GpuKernels::fused, true}, true, false},
         {"asyncps-fused", {nn::GpuKernels::fused, true}, false, false},
         {"asyncps-fused-eager", {nn::GpuKernels::fused, false}, false, false},
@@ -81,6 +86,7 @@ int main(int argc, char** argv) {
     for (const Config& c : configs) try {
       auto backend = nn::make_gpu_backend(batch, device, c.options);
       if (c.resident) backend->set_dataset(images, image_labels);
+      if (c.polling) backend->set_while_computing([] {});
       const std::span<float> P = c.own_buffers ? backend->step_params() : std::span<float>(params);
       const std::span<float> G = c.own_buffers ? backend->step_grad() : std::span<float>(grad);
       if (c.own_buffers) std::copy(params.begin(), params.end(), P.begin());

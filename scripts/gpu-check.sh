@@ -299,7 +299,7 @@ for b in sorted(rows):
     print(f"  batch {b}" + (f": best PyTorch {best_t[0]} {best_t[1]:.4f} ms" if best_t else ": no PyTorch figure"))
     for k, v in sorted(r.items(), key=lambda kv: kv[1]):
         ratio = f"{best_t[1] / v:6.2f}x" if best_t else ""
-        print(f"    {k:26s} {v:9.4f} ms {b * 1e3 / v:12.0f} samples/s  {ratio}")
+        print(f"    {k:36s} {v:9.4f} ms {b * 1e3 / v:12.0f} samples/s  {ratio}")
 for s in skips:
     print("  " + s)
 PY

@@ -27,10 +27,9 @@ std::unique_ptr<asyncps::nn::Backend> make_backend(const Config& config, int max
           "--device gpu: no CUDA device is visible on this host (no GPU, no driver, or CUDA_VISIBLE_DEVICES hides "
           "them); use --device cpu or --device auto");
     }
-    // auto found no GPU: a GPU flag other than its default would change nothing
-    if (config.gpu_kernels != "fused" || config.gpu_eager)
-      throw asyncps::ConfigError(std::string(config.gpu_eager ? "--gpu_eager" : "--gpu_kernels " + config.gpu_kernels) +
-                                 " has no effect: --device auto found no GPU here (" +
+    // auto found no GPU on this worker's host: a GPU flag given would change nothing here
+    if (!config.gpu_flag_given.empty())
+      throw asyncps::ConfigError(config.gpu_flag_given + " has no effect: --device auto found no GPU here (" +
                                  (built ? "no CUDA device is visible" : "this build has no GPU backend") +
                                  ") and computes on the CPU");
   }

@@ -111,6 +111,7 @@ void refuse_without_effect(const po::variables_map& vm, const Config& c) {
                  "--eval_only (it names the checkpoint to evaluate; training resumes from one with --restart_from)");
   refuse_without(vm, "gpu_kernels", c.device != "cpu", "--device gpu or auto");
   refuse_without(vm, "gpu_eager", c.device != "cpu", "--device gpu or auto");
+  refuse_without(vm, "gpu_eager", !c.eval_only, "training (--eval_only runs no training step to replay)");
   refuse_without(vm, "eval_target", c.eval_every > 0, "--eval_every (the snapshots it is measured on)");
   refuse_without(vm, "momentum", opt == "momentum", "--optimizer momentum");
   refuse_without(vm, "momentum_correction", opt == "momentum", "--optimizer momentum");
@@ -160,8 +161,8 @@ po::options_description describe(Config& c, std::string& config_file) {
     ("seed", po::value(&c.seed)->default_value(c.seed), "seed of the initial parameters and of the data order")
     ("device", po::value(&c.device)->default_value(c.device), "cpu | gpu | auto: where workers compute gradients")
     ("gpu_kernels", po::value(&c.gpu_kernels)->default_value(c.gpu_kernels),
-     "--device gpu|auto: fused (the project's kernels, 10 a step) | cudnn (cuDNN convolutions and pooling, cuBLAS "
-     "for the fc layer: to compare against)")
+     "--device gpu|auto: fused (the project's own kernels) | cudnn (cuDNN convolutions and pooling, cuBLAS for "
+     "the fc layer: to compare against)")
     ("gpu_eager", po::bool_switch(&c.gpu_eager),
      "--device gpu|auto: enqueue each step's calls one by one instead of replaying the step's CUDA graph (to "
      "compare against)")
@@ -238,6 +239,8 @@ std::optional<Config> parse_config(int argc, char** argv, bool print_help) {
     throw asyncps::ConfigError(std::string("bad command line: ") + e.what() + " (see --help)");
   }
   refuse_without_effect(vm, c);
+  if (app_cli::given(vm, "gpu_eager")) c.gpu_flag_given = "--gpu_eager";
+  else if (app_cli::given(vm, "gpu_kernels")) c.gpu_flag_given = "--gpu_kernels " + c.gpu_kernels;
   validate(c);
   return c;
 }

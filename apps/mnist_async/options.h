@@ -31,6 +31,7 @@ struct Config {
   std::string device = "cpu";
   std::string gpu_kernels = "fused";  // the GPU step's kernels: fused (the project's) | cudnn (cuDNN + cuBLAS)
   bool gpu_eager = false;             // the GPU step enqueued call by call rather than replayed as a CUDA graph
+  std::string gpu_flag_given;         // "--gpu_kernels X" or "--gpu_eager" where either was given, for --device auto's check
   double save_summaries_secs = 60;
   int log_every = 10;
   std::int64_t train_limit = 0;  // use only the first N training examples (0 = all); signed like seed

@@ -86,7 +86,8 @@ void bind_worker(py::module_& m) {
            }),
            py::arg("session"))
       // ---- the transport. Every call: the thread check, then its arguments (which may run
-      // Python code), then the worker looked up, then the GIL released around the library call.
+      // Python code), then the worker looked up, then the GIL released around the library call
+      // (not around progress(), which returns at once).
       .def(
           "pull",
           [](WorkerHandle& h, py::handle params) {
@@ -166,11 +167,7 @@ void bind_worker(py::module_& m) {
            })
       .def(
           "progress",
-          [](WorkerHandle& h) {
-            constexpr const char* call = "WorkerClient.progress";
-            check_thread(call);
-            h.get(call).progress();
-          },
+          [](WorkerHandle& h) { h.get("WorkerClient.progress").progress(); },  // (keeps the GIL: returns at once)
           "Lets the operations in flight (tickets, StepLoop's prefetched pull, the last push) advance while the "
           "caller waits on something else, a GPU step say: one pass of MPI's progress engine; returns at once.")
       .def(

@@ -155,13 +155,14 @@ TEST_CASE("every gpu configuration: a step from the backend's own page-locked bu
   }
 }
 
-// The device needs ~100 us for a step at batch 256; the first poll comes microseconds after the
-// launch, so the function runs at least once.
+// A timing assumption: the device needs more than 100 us for a step at batch 256 (95 us at 128 on
+// the H200), and the first poll comes a few microseconds after the launch, so the function runs
+// at least once in each step.
 TEST_CASE("every gpu configuration polls the device between calls of the while-computing function", "[gpu][while-computing]") {
   for (const nn::GpuOptions& o : kConfigs) {
     CAPTURE(nn::gpu_kernels_name(o.kernels), o.graph);
     auto gpu = nn::make_gpu_backend(256, 0, o);
-    nn_test::check_while_computing(*gpu, 256, 1);
+    nn_test::check_while_computing(*gpu, 256, -1);
   }
 }
 

@@ -476,6 +476,7 @@ else:
     }
     for name, fn in thread_calls.items():
         refused_in_thread(fn, f"WorkerClient.{name}")
+    check(w.progress() is None, "progress() with a push in flight returns at once")
     w.wait(t_ok)  # (a push of zeros: the arena is unchanged)
     check(not w.closed and not w.finished, "the refused close()/finish() from a thread left the worker open")
     after = np.empty(N, np.float32)
@@ -508,6 +509,7 @@ else:
     w.finish()
     check(w.finished, "finished")
     refused(asyncps.Error, lambda: w.pull(final), "after finish", "pull after finish()")
+    refused(asyncps.Error, w.progress, "after finish", "progress after finish()")
     refused(asyncps.Error, lambda: w.push(ones, 1.0), "", "push after finish()")
     stats = w.stats
     w.close()

@@ -58,17 +58,22 @@ __global__ void fc_kernel(const float* __restrict__ p2, const float* __restrict_
   if (lane == 0) logits[b * f::kK + j] = v + P[f::kBf + j];
 }
 
+// The step's head, one sample per block of 10 warps: its logits as fc_kernel computes them, then
+// (thread 0) its loss and dlogits (10), then dp2 (784) = dlogits . Wf^T, a thread per element.
+// What three kernels did (fc, softmax cross-entropy, fc backward), with the same arithmetic; the
+// block's own global writes are visible to it after __syncthreads.
 template <class T>
-__global__ void xent_kernel(int B, BatchSource<T> src, const float* __restrict__ logits, float* __restrict__ loss,
-                            float* __restrict__ dlogits) {
-  const long b = static_cast<long>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (b < B) f::xent(b, B, logits, src.labels, src.rows, loss, dlogits);
-}
-
-__global__ void fc_back_kernel(long n, const float* __restrict__ dlogits, const float* __restrict__ P,
-                               float* __restrict__ dp2) {
-  const long i = static_cast<long>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i < n) f::fc_back(i, dlogits, P, dp2);
+__global__ void fc_xent_back_kernel(int B, BatchSource<T> src, const float* __restrict__ p2,
+                                    const float* __restrict__ P, float* __restrict__ logits, float* __restrict__ loss,
+                                    float* __restrict__ dlogits, float* __restrict__ dp2) {
+  const long b = blockIdx.x;
+  const int j = threadIdx.x / f::kLanes, lane = threadIdx.x % f::kLanes;
+  const float v = warp_tree(f::fc_lane(b, j, lane, p2, P));
+  if (lane == 0) logits[b * f::kK + j] = v + P[f::kBf + j];
+  __syncthreads();
+  if (threadIdx.x == 0) f::xent(b, B, logits, src.labels, src.rows, loss, dlogits);
+  __syncthreads();
+  for (int k = threadIdx.x; k < f::kFcIn; k += blockDim.x) f::fc_back(b * f::kFcIn + k, dlogits, P, dp2);
 }
 
 // One sample per block: its dp2 routed to pool2's argmax as a dense dc2 (14,14,16), and conv2's
@@ -165,8 +170,8 @@ __global__ void iota_kernel(std::int32_t* out, int n) {
 }
 
 constexpr const char* kPassNames[kFusedPasses] = {
-    "conv1+bias+pool", "conv2+bias+pool", "fc",          "softmax xent", "fc backward",
-    "conv2 backward",  "conv2 wgrad",     "conv1 wgrad", "fc wgrad",     "reduce"};
+    "conv1+bias+pool", "conv2+bias+pool", "fc+xent+fc backward", "conv2 backward", "conv2 wgrad",
+    "conv1 wgrad",     "fc wgrad",        "reduce"};
 
 }  // namespace
 
@@ -183,35 +188,28 @@ cudaError_t launch_fused_pass(int pass, int B, BatchSource<T> src, const float* 
       conv2_pool_kernel<<<B, kSampleThreads, 0, stream>>>(s.p1, params, s.p2, s.a2);
       break;
     case 2:
-      fc_kernel<<<B, f::kK * f::kLanes, 0, stream>>>(s.p2, params, s.logits);
+      fc_xent_back_kernel<T><<<B, f::kK * f::kLanes, 0, stream>>>(B, src, s.p2, params, s.logits, s.loss, s.dlogits,
+                                                                 s.dp2);
       break;
     case 3:
-      xent_kernel<T><<<blocks_for(B), kThreads, 0, stream>>>(B, src, s.logits, s.loss, s.dlogits);
-      break;
-    case 4: {
-      const long n = static_cast<long>(B) * f::kP2;
-      fc_back_kernel<<<blocks_for(n), kThreads, 0, stream>>>(n, s.dlogits, params, s.dp2);
-      break;
-    }
-    case 5:
       conv2_back_kernel<<<B, kSampleThreads, 0, stream>>>(s.dp2, s.a2, params, s.dp1);
       break;
-    case 6: {
+    case 4: {
       const f::PartialLayout L(B);
       conv2_wgrad_kernel<<<L.n2, f::kConv2WgradThreads, 0, stream>>>(B, s.p1, s.dp2, s.a2, s.partial + L.conv2_at());
       break;
     }
-    case 7: {
+    case 5: {
       const f::PartialLayout L(B);
       conv1_wgrad_kernel<<<L.n1, kConv1Threads, 0, stream>>>(B, s.x, s.dp1, s.a1, s.partial + L.conv1_at());
       break;
     }
-    case 8: {
+    case 6: {
       const long n = f::PartialLayout(B).fc_threads();
       fc_wgrad_kernel<<<blocks_for(n), kThreads, 0, stream>>>(n, B, s.p2, s.dlogits, s.loss, s.partial);
       break;
     }
-    case 9: {
+    case 7: {
       const long n = static_cast<long>(f::kParams) + 1;  // warps
       reduce_kernel<<<blocks_for(n * f::kLanes), kThreads, 0, stream>>>(n, B, s.partial, grad_loss);
       break;
@@ -225,15 +223,16 @@ cudaError_t launch_fused_pass(int pass, int B, BatchSource<T> src, const float* 
 template <class T>
 cudaError_t launch_fused_forward(int B, BatchSource<T> src, const float* params, const FusedScratch& s,
                                  cudaStream_t stream) {
-  for (int pass = 0; pass < kFusedForwardPasses; ++pass)
+  for (int pass = 0; pass < kFusedConvPasses; ++pass)
     if (const cudaError_t e = launch_fused_pass(pass, B, src, params, s, nullptr, stream); e != cudaSuccess) return e;
-  return cudaSuccess;
+  fc_kernel<<<B, f::kK * f::kLanes, 0, stream>>>(s.p2, params, s.logits);
+  return cudaGetLastError();
 }
 
 template <class T>
-cudaError_t launch_fused_backward(int B, BatchSource<T> src, const float* params, const FusedScratch& s,
-                                  float* grad_loss, cudaStream_t stream) {
-  for (int pass = kFusedForwardPasses; pass < kFusedPasses; ++pass)
+cudaError_t launch_fused_step(int B, BatchSource<T> src, const float* params, const FusedScratch& s,
+                              float* grad_loss, cudaStream_t stream) {
+  for (int pass = 0; pass < kFusedPasses; ++pass)
     if (const cudaError_t e = launch_fused_pass(pass, B, src, params, s, grad_loss, stream); e != cudaSuccess) return e;
   return cudaSuccess;
 }
@@ -255,8 +254,8 @@ cudaError_t launch_iota(std::int32_t* out, int n, cudaStream_t stream) {
                                             cudaStream_t);                                                     \
   template cudaError_t launch_fused_forward<T>(int, BatchSource<T>, const float*, const FusedScratch&,           \
                                                cudaStream_t);                                                  \
-  template cudaError_t launch_fused_backward<T>(int, BatchSource<T>, const float*, const FusedScratch&, float*,  \
-                                                cudaStream_t);                                                 \
+  template cudaError_t launch_fused_step<T>(int, BatchSource<T>, const float*, const FusedScratch&, float*,      \
+                                            cudaStream_t);                                                     \
   template cudaError_t launch_gather<T>(int, BatchSource<T>, float*, std::uint8_t*, cudaStream_t);
 ASYNCPS_FUSED_INSTANTIATE(float)
 ASYNCPS_FUSED_INSTANTIATE(std::uint8_t)

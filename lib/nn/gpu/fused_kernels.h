@@ -25,22 +25,24 @@ struct FusedScratch {
   std::uint8_t *a1, *a2;
 };
 
-// The passes in order: [0, kFusedForwardPasses) compute the logits, the rest the gradient arena and
-// the mean loss (grad_loss: kMnistCnnParams + 1 floats).
-inline constexpr int kFusedForwardPasses = 3, kFusedPasses = 10;
+// The step's passes in order: [0, kFusedConvPasses) the two conv+bias+pool layers; then one pass
+// for the logits, the loss, dlogits and dp2 together (fc, softmax cross-entropy, fc backward); the
+// rest the gradient arena and the mean loss (grad_loss: kMnistCnnParams + 1 floats).
+inline constexpr int kFusedConvPasses = 2, kFusedPasses = 8;
 const char* fused_pass_name(int pass) noexcept;
 template <class T>
 cudaError_t launch_fused_pass(int pass, int B, BatchSource<T> src, const float* params, const FusedScratch& s,
                               float* grad_loss, cudaStream_t stream);
 
-// Passes [0, kFusedForwardPasses): the logits (B,10) in s.logits.
+// The logits alone (B,10) in s.logits: passes [0, kFusedConvPasses), then the fc layer (no labels
+// are read: src.labels may be null).
 template <class T>
 cudaError_t launch_fused_forward(int B, BatchSource<T> src, const float* params, const FusedScratch& s,
                                  cudaStream_t stream);
-// Passes [kFusedForwardPasses, kFusedPasses): after the forward passes, the gradient and mean loss.
+// Every pass of the step: the gradient arena and the mean loss in grad_loss.
 template <class T>
-cudaError_t launch_fused_backward(int B, BatchSource<T> src, const float* params, const FusedScratch& s,
-                                  float* grad_loss, cudaStream_t stream);
+cudaError_t launch_fused_step(int B, BatchSource<T> src, const float* params, const FusedScratch& s,
+                              float* grad_loss, cudaStream_t stream);
 
 // x (B,784) float and y (B) gathered from src (the cuDNN path's input on a resident dataset).
 template <class T>

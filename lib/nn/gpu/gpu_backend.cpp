@@ -30,6 +30,7 @@
 #include <cstring>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "nn/backend_args.h"
@@ -285,15 +286,20 @@ class GpuBackend final : public Backend {
     CUDA_CHECK(cudaSetDevice(device_));
     if (options_.kernels == GpuKernels::cudnn) prepare(B);
     cudaStream_t s = compute_.get();
-    CUDA_CHECK(cudaEventRecord(step_begin_.get(), s));
-    if (options_.graph) {
-      GraphExec& g = graphs_[src][ends][static_cast<std::size_t>(B)];
-      if (!g) g = capture(B, src, hp, hg);
-      CUDA_CHECK(cudaGraphLaunch(g.get(), s));
-    } else {
-      enqueue_step(B, src, hp, hg);
+    try {
+      CUDA_CHECK(cudaEventRecord(step_begin_.get(), s));
+      if (options_.graph) {
+        GraphExec& g = graphs_[src][ends][static_cast<std::size_t>(B)];
+        if (!g) g = capture(B, src, hp, hg);
+        CUDA_CHECK(cudaGraphLaunch(g.get(), s));
+      } else {
+        enqueue_step(B, src, hp, hg);
+      }
+      CUDA_CHECK(cudaEventRecord(step_end_.get(), s));
+    } catch (...) {
+      (void)cudaStreamSynchronize(s);  // what was enqueued may read and write the caller's buffers
+      throw;
     }
-    CUDA_CHECK(cudaEventRecord(step_end_.get(), s));
     wait_for_step();
     float ms = 0.0f;
     CUDA_CHECK(cudaEventElapsedTime(&ms, step_begin_.get(), step_end_.get()));
@@ -303,7 +309,8 @@ class GpuBackend final : public Backend {
   }
 
   // Until the step's end event: polling the device between calls of the while_computing function
-  // where there is one (the worker's transport moves meanwhile), else in cudaEventSynchronize.
+  // where there is one (the worker's transport moves meanwhile), yielding the core after each (a
+  // node's workers and servers may share its cores), else in cudaEventSynchronize.
   void wait_for_step() {
     if (!has_while_computing()) {
       CUDA_CHECK(cudaEventSynchronize(step_end_.get()));
@@ -319,10 +326,12 @@ class GpuBackend final : public Backend {
         (void)cudaEventSynchronize(step_end_.get());  // the step's buffers are the device's until then
         throw;
       }
+      std::this_thread::yield();
     }
   }
 
-  // The step of (B, src) recorded once into a graph (nothing runs while it is captured).
+  // The step of (B, src) with its host buffers hp, hg recorded once into a graph (nothing runs while
+  // it is captured).
   GraphExec capture(int B, Source src, const float* hp, float* hg) {
     cudaStream_t s = compute_.get();
     CUDA_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
@@ -371,8 +380,7 @@ class GpuBackend final : public Backend {
     cudaStream_t s = compute_.get();
     float* G = d_grad_loss_.get();
     if (options_.kernels == GpuKernels::fused) {
-      CUDA_CHECK(launch_fused_forward(B, in, d_params_.get(), scratch(), s));
-      CUDA_CHECK(launch_fused_backward(B, in, d_params_.get(), scratch(), G, s));
+      CUDA_CHECK(launch_fused_step(B, in, d_params_.get(), scratch(), G, s));
       return;
     }
     const StepAlgos& a = algos_[static_cast<std::size_t>(B)];

@@ -26,8 +26,8 @@ enum class GpuKernels { fused, cudnn };
 
 struct GpuOptions {
   GpuKernels kernels = GpuKernels::fused;
-  // Each (batch size, batch source) step is captured once as a CUDA graph and replayed: one
-  // launch and one synchronisation a step. false: every call enqueued one by one (to compare).
+  // Each (batch size, batch source, host buffers) step is captured once as a CUDA graph and
+  // replayed: one launch and one wait a step. false: every call enqueued one by one (to compare).
   bool graph = true;
 };
 
