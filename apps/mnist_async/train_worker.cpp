@@ -81,7 +81,7 @@ int run_worker(const Config& config, asyncps::Session& session) {
   asyncps::StepLoop step_loop(client);     // the mode, the non-finite guard, staleness
   asyncps::ShadowStore shadow_store(client);  // the chief's EMA, kept on the servers for checkpoints
   // the transport's operations in flight (the last push; with --overlap the next claim and pull)
-  // move while the step computes, on a GPU as on the CPU
+  // move while a GPU computes the step (the CPU backend, computing on this thread, never calls it)
   backend->set_while_computing([&client] { client.progress(); });
   client.pull(params);
   std::optional<MovingAverage> ema;

@@ -73,7 +73,7 @@ class WorkerClient {
   // progress engine (MPI_Iprobe), returning at once, and a heartbeat where one is due (the
   // worker is alive). Where the network moves data only inside MPI calls (Open MPI's osc pt2pt
   // over TCP, between hosts), an operation issued before a long compute otherwise stands still
-  // until the next call. (mnist_async's model backends call it during each step.)
+  // until the next call. (mnist_async's GPU backend calls it while the device computes a step.)
   void progress();
 
   // Atomically adds 1 to the global step; returns the new value.

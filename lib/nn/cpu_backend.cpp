@@ -62,7 +62,6 @@ class CpuBackend final : public Backend {
     run_forward(P, x.data(), B, logits_.data());  // logits (B,10)
     const float loss = softmax_xent_forward(logits_.data(), labels.data(), probs_.data(), B, kClasses);
     softmax_xent_backward(probs_.data(), labels.data(), dlogits_.data(), B, kClasses);  // (B,10)
-    while_computing();  // (the transport's operations in flight move between the passes)
     // fc: dWf (784,10), dbf (10), dp2 (B,784)
     dense_backward(p2_.data(), P + kWf, dlogits_.data(), G + kWf, G + kBf, dp2_.data(),
                    DenseDims{B, kP2, kClasses});
@@ -71,7 +70,6 @@ class CpuBackend final : public Backend {
     d2.B = B;
     conv3x3_backward_pooled(p1_.data(), P + kW2, idx2_.data(), dp2_.data(), 7, 7, G + kW2,
                             G + kB2, dp1_.data(), d2);
-    while_computing();
     // conv1 + pool1: dW1 (3,3,1,8), db1 (8); the input needs no gradient
     Conv3x3Dims d1 = kConv1;
     d1.B = B;

@@ -96,8 +96,9 @@ class Backend {  // one model instance; not thread-safe; holds all scratch buffe
   virtual float loss_and_grad_rows(std::span<const float> params, std::span<const std::int32_t> rows,
                                    std::span<float> grad);
   // A function the backend calls on the calling thread while a loss_and_grad* step runs: a GPU
-  // backend again and again while the device computes (it polls the device between calls), the
-  // CPU backend between the step's passes (twice a step). A worker gives it its transport's
+  // backend again and again while the device computes (it polls the device between calls). The
+  // CPU backend computes on the calling thread and never calls it: receiving what is in flight
+  // would be work for that same thread (measured: no gain). A worker gives it its transport's
   // progress, so that operations in flight (a prefetched pull, the last push) move during the
   // compute: backend.set_while_computing([&] { client.progress(); }). Empty (the default):
   // nothing is called. An exception from it leaves the call once the device has finished the
