@@ -8,6 +8,8 @@
 //   asyncps-fused-resident-own-polling  the same, the host polling the device between calls of a
 //                            while-computing function that does nothing (mnist_async's runs the
 //                            transport there) instead of waiting in cudaEventSynchronize
+//   asyncps-fused-resident-own-serial  the same, every pass in order on one stream (no branch:
+//                            GpuOptions::fused_branches false)
 //   asyncps-fused-resident   the caller's own vectors (copied through pinned staging)
 //   asyncps-fused            fused kernels, graph, the batch's images uploaded from the host
 //   asyncps-fused-eager      fused kernels enqueued call by call, images uploaded
@@ -74,6 +76,7 @@ int main(int argc, char** argv) {
     const Config configs[] = {
         {"asyncps-fused-resident-own", {nn::GpuKernels::fused, true}, true, true},
         {"asyncps-fused-resident-own-polling", {nn::GpuKernels::fused, true}, true, true, true},
+        {"asyncps-fused-resident-own-serial", {nn::GpuKernels::fused, true, false}, true, true},
         {"asyncps-fused-resident", {nn::GpuKernels::fused, true}, true, false},
         {"asyncps-fused", {nn::GpuKernels::fused, true}, false, false},
         {"asyncps-fused-eager", {nn::GpuKernels::fused, false}, false, false},

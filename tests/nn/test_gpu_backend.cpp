@@ -1,8 +1,9 @@
 // The GPU backend against the CPU backend, for both kernel sets (fused, cudnn), each as a replayed
 // CUDA graph and call by call: same logits, loss and every gradient tensor on random inputs and
 // parameters at batch sizes 1, 7 and 128; the resident dataset's steps (rows gathered on the
-// device, bytes or floats) equal the CPU's on the same rows; deterministic, graph == eager; the
-// device clock reports the step; the same input checks; a short training run whose loss falls.
+// device, bytes or floats) equal the CPU's on the same rows; deterministic, graph == eager, the
+// fused step's branch == its passes in order; the device clock reports the step; the same input
+// checks; a short training run whose loss falls.
 // Run only where a GPU is visible (gpu_main.cpp).
 #include <catch2/catch.hpp>
 
@@ -30,9 +31,10 @@ using nn_test::Batch;
 using nn_test::random_batch;
 
 
-// Every way the backend can run a step.
+// Every way the backend can run a step (the fused step with and without its branch).
 const nn::GpuOptions kConfigs[] = {{nn::GpuKernels::fused, true},
                                    {nn::GpuKernels::fused, false},
+                                   {nn::GpuKernels::fused, true, false},
                                    {nn::GpuKernels::cudnn, true},
                                    {nn::GpuKernels::cudnn, false}};
 
@@ -68,7 +70,7 @@ TEST_CASE("the gpu backend is built and sees a device", "[gpu]") {
 TEST_CASE("every gpu configuration's logits, loss and gradients equal the cpu backend's", "[gpu]") {
   auto cpu = nn::make_cpu_backend(128);
   for (const nn::GpuOptions& o : kConfigs) {
-    CAPTURE(nn::gpu_kernels_name(o.kernels), o.graph);
+    CAPTURE(nn::gpu_kernels_name(o.kernels), o.graph, o.fused_branches);
     auto gpu = nn::make_gpu_backend(128, 0, o);
     for (const int B : {1, 7, 128}) {
       CAPTURE(B);
@@ -109,7 +111,7 @@ TEST_CASE("steps on the resident dataset equal the cpu backend's on the same row
   for (int i = 0; i < N; ++i) labels.push_back(static_cast<std::uint8_t>(rng() % 10));
   auto cpu = nn::make_cpu_backend(256);
   for (const nn::GpuOptions& o : kConfigs) {
-    CAPTURE(nn::gpu_kernels_name(o.kernels), o.graph);
+    CAPTURE(nn::gpu_kernels_name(o.kernels), o.graph, o.fused_branches);
     auto gpu = nn::make_gpu_backend(256, 0, o);
     for (const auto* images : {&bytes_as_floats, &floats}) {
       gpu->set_dataset(*images, labels);
@@ -146,7 +148,7 @@ TEST_CASE("steps on the resident dataset equal the cpu backend's on the same row
 TEST_CASE("every gpu configuration: a step from the backend's own page-locked buffers equals one through staging",
           "[gpu][step-buffers]") {
   for (const nn::GpuOptions& o : kConfigs) {
-    CAPTURE(nn::gpu_kernels_name(o.kernels), o.graph);
+    CAPTURE(nn::gpu_kernels_name(o.kernels), o.graph, o.fused_branches);
     auto gpu = nn::make_gpu_backend(64, 0, o);
     for (const int B : {1, 64}) {
       CAPTURE(B);
@@ -160,7 +162,7 @@ TEST_CASE("every gpu configuration: a step from the backend's own page-locked bu
 // at least once in each step.
 TEST_CASE("every gpu configuration polls the device between calls of the while-computing function", "[gpu][while-computing]") {
   for (const nn::GpuOptions& o : kConfigs) {
-    CAPTURE(nn::gpu_kernels_name(o.kernels), o.graph);
+    CAPTURE(nn::gpu_kernels_name(o.kernels), o.graph, o.fused_branches);
     auto gpu = nn::make_gpu_backend(256, 0, o);
     nn_test::check_while_computing(*gpu, 256, -1);
   }
@@ -179,9 +181,33 @@ TEST_CASE("a replayed graph step is bit-identical to the same step enqueued call
   }
 }
 
+// The branch runs conv2's and fc's weight gradients on a second stream beside conv2's backward
+// pass and conv1's weight gradient; had a pass on either stream started before what it reads was
+// written, or the reduction before both, the sums would differ from the passes run in order.
+TEST_CASE("the fused step with its branch on a second stream is bit-identical to its passes in order on one stream",
+          "[gpu][branch]") {
+  for (const bool graph : {true, false}) {
+    CAPTURE(graph);
+    auto branched = nn::make_gpu_backend(512, 0, {nn::GpuKernels::fused, graph, true});
+    auto serial = nn::make_gpu_backend(512, 0, {nn::GpuKernels::fused, graph, false});
+    for (const int B : {1, 64, 128, 512}) {
+      CAPTURE(B);
+      const auto batch = random_batch(B, 40 + B);
+      for (int step = 0; step < 3; ++step) {  // replays too, with new parameters each time
+        const auto p = nn_test::glorot_params(static_cast<std::uint64_t>(50 + 10 * B + step));
+        std::vector<float> g1(nn::kMnistCnnParams), g2(nn::kMnistCnnParams);
+        CHECK(branched->loss_and_grad(p, batch.x, batch.y, g1) == serial->loss_and_grad(p, batch.x, batch.y, g2));
+        CHECK(g1 == g2);
+      }
+    }
+  }
+  CHECK_THROWS_WITH(nn::make_gpu_backend(8, 0, {nn::GpuKernels::cudnn, true, false}),
+                    Catch::Contains("fused_branches = false applies to the fused kernels only"));
+}
+
 TEST_CASE("gpu backend steps are deterministic and independent of earlier calls", "[gpu]") {
   for (const nn::GpuOptions& o : kConfigs) {
-    CAPTURE(nn::gpu_kernels_name(o.kernels), o.graph);
+    CAPTURE(nn::gpu_kernels_name(o.kernels), o.graph, o.fused_branches);
     auto gpu = nn::make_gpu_backend(32, 0, o);
     const auto p = nn_test::glorot_params(21);
     const auto a = random_batch(32, 22), b = random_batch(5, 23);

@@ -149,11 +149,12 @@ __global__ void fc_wgrad_kernel(long n, int B, const float* __restrict__ p2, con
   if (t < n) f::fc_partial(t, B, p2, dlogits, loss, partial);
 }
 
-// One warp per element of the gradient arena (and the loss).
-__global__ void reduce_kernel(long n, int B, const float* __restrict__ partial, float* __restrict__ grad_loss) {
-  const long i = (static_cast<long>(blockIdx.x) * blockDim.x + threadIdx.x) / f::kLanes;
+// One warp per element [begin, end) of the gradient arena (element kParams: the loss).
+__global__ void reduce_kernel(long begin, long end, int B, const float* __restrict__ partial,
+                              float* __restrict__ grad_loss) {
+  const long i = begin + (static_cast<long>(blockIdx.x) * blockDim.x + threadIdx.x) / f::kLanes;
   const int lane = threadIdx.x % f::kLanes;
-  if (i >= n) return;  // (whole warps: n is counted in warps)
+  if (i >= end) return;  // (whole warps: the range is counted in warps)
   const float v = warp_tree(f::reduce_lane(i, lane, B, partial));
   if (lane == 0) grad_loss[i] = f::reduced_value(i, B, v);
 }
@@ -172,6 +173,17 @@ __global__ void iota_kernel(std::int32_t* out, int n) {
 constexpr const char* kPassNames[kFusedPasses] = {
     "conv1+bias+pool", "conv2+bias+pool", "fc+xent+fc backward", "conv2 backward", "conv2 wgrad",
     "conv1 wgrad",     "fc wgrad",        "reduce"};
+
+cudaError_t launch_reduce(long begin, long end, int B, const float* partial, float* grad_loss, cudaStream_t stream) {
+  reduce_kernel<<<blocks_for((end - begin) * f::kLanes), kThreads, 0, stream>>>(begin, end, B, partial, grad_loss);
+  return cudaGetLastError();
+}
+
+// grad_loss[begin, end) -> host[begin, end)
+cudaError_t download(long begin, long end, const float* grad_loss, float* host, cudaStream_t stream) {
+  return cudaMemcpyAsync(host + begin, grad_loss + begin, static_cast<std::size_t>(end - begin) * sizeof(float),
+                         cudaMemcpyDeviceToHost, stream);
+}
 
 }  // namespace
 
@@ -209,11 +221,8 @@ cudaError_t launch_fused_pass(int pass, int B, BatchSource<T> src, const float* 
       fc_wgrad_kernel<<<blocks_for(n), kThreads, 0, stream>>>(n, B, s.p2, s.dlogits, s.loss, s.partial);
       break;
     }
-    case 7: {
-      const long n = static_cast<long>(f::kParams) + 1;  // warps
-      reduce_kernel<<<blocks_for(n * f::kLanes), kThreads, 0, stream>>>(n, B, s.partial, grad_loss);
-      break;
-    }
+    case 7:
+      return launch_reduce(0, static_cast<long>(f::kParams) + 1, B, s.partial, grad_loss, stream);
     default:
       return cudaErrorInvalidValue;
   }
@@ -231,9 +240,36 @@ cudaError_t launch_fused_forward(int B, BatchSource<T> src, const float* params,
 
 template <class T>
 cudaError_t launch_fused_step(int B, BatchSource<T> src, const float* params, const FusedScratch& s,
-                              float* grad_loss, cudaStream_t stream) {
-  for (int pass = 0; pass < kFusedPasses; ++pass)
-    if (const cudaError_t e = launch_fused_pass(pass, B, src, params, s, grad_loss, stream); e != cudaSuccess) return e;
+                              float* grad_loss, float* host_grad_loss, cudaStream_t stream,
+                              const FusedBranch* branch) {
+  auto run = [&](int pass, cudaStream_t on) { return launch_fused_pass(pass, B, src, params, s, grad_loss, on); };
+  constexpr long kEnd = static_cast<long>(f::kParams) + 1;
+  if (branch == nullptr) {
+    for (int pass = 0; pass < kFusedPasses; ++pass)
+      if (const cudaError_t e = run(pass, stream); e != cudaSuccess) return e;
+    return host_grad_loss ? download(0, kEnd, grad_loss, host_grad_loss, stream) : cudaSuccess;
+  }
+  for (int pass = 0; pass <= 2; ++pass)
+    if (const cudaError_t e = run(pass, stream); e != cudaSuccess) return e;
+  if (const cudaError_t e = cudaEventRecord(branch->fork, stream); e != cudaSuccess) return e;
+  if (const cudaError_t e = cudaStreamWaitEvent(branch->side, branch->fork, 0); e != cudaSuccess) return e;
+  // Forked: from here the side stream is joined back whatever fails. The reduction is split at
+  // conv1's group (arena [0, kW2)): the side stream reduces and downloads conv2's and fc's
+  // elements and the loss as soon as their partials are written, the main stream conv1's 80.
+  const long split = f::kW2;
+  auto then = [](cudaError_t e, auto&& next) { return e == cudaSuccess ? next() : e; };
+  cudaError_t side = run(4, branch->side);
+  side = then(side, [&] { return run(6, branch->side); });
+  side = then(side, [&] { return launch_reduce(split, kEnd, B, s.partial, grad_loss, branch->side); });
+  if (host_grad_loss) side = then(side, [&] { return download(split, kEnd, grad_loss, host_grad_loss, branch->side); });
+  cudaError_t main = run(3, stream);
+  main = then(main, [&] { return run(5, stream); });
+  main = then(main, [&] { return launch_reduce(0, split, B, s.partial, grad_loss, stream); });
+  if (host_grad_loss) main = then(main, [&] { return download(0, split, grad_loss, host_grad_loss, stream); });
+  cudaError_t join = cudaEventRecord(branch->join, branch->side);
+  join = then(join, [&] { return cudaStreamWaitEvent(stream, branch->join, 0); });
+  for (const cudaError_t e : {side, main, join})
+    if (e != cudaSuccess) return e;
   return cudaSuccess;
 }
 
@@ -255,7 +291,7 @@ cudaError_t launch_iota(std::int32_t* out, int n, cudaStream_t stream) {
   template cudaError_t launch_fused_forward<T>(int, BatchSource<T>, const float*, const FusedScratch&,           \
                                                cudaStream_t);                                                  \
   template cudaError_t launch_fused_step<T>(int, BatchSource<T>, const float*, const FusedScratch&, float*,      \
-                                            cudaStream_t);                                                     \
+                                            float*, cudaStream_t, const FusedBranch*);                         \
   template cudaError_t launch_gather<T>(int, BatchSource<T>, float*, std::uint8_t*, cudaStream_t);
 ASYNCPS_FUSED_INSTANTIATE(float)
 ASYNCPS_FUSED_INSTANTIATE(std::uint8_t)

@@ -39,10 +39,27 @@ cudaError_t launch_fused_pass(int pass, int B, BatchSource<T> src, const float* 
 template <class T>
 cudaError_t launch_fused_forward(int B, BatchSource<T> src, const float* params, const FusedScratch& s,
                                  cudaStream_t stream);
-// Every pass of the step: the gradient arena and the mean loss in grad_loss.
+// A second stream and two events (made with cudaEventDisableTiming) for the step's branch.
+struct FusedBranch {
+  cudaStream_t side;
+  cudaEvent_t fork, join;
+};
+
+// Every pass of the step: the gradient arena and the mean loss in grad_loss (kParams + 1 floats),
+// then copied to host_grad_loss (page-locked, as many floats) unless it is null. What each pass
+// reads makes a graph, 0 -> 1 -> 2 -> {3 -> 5, 4, 6} -> 7: conv2's weight gradient (4) and fc's
+// (6) need only what the head (2) wrote. Without `branch` every pass runs in order on `stream`,
+// then one download. With it, passes 4 and 6 run on branch->side, forked after pass 2, beside 3
+// and 5 on `stream`; the reduction (7) is split so that each stream reduces and downloads the
+// elements its passes completed (the side stream all but conv1's 80), and the side stream is
+// joined back into `stream` at the end (inside a capture the fork and join become the graph's
+// edges). Each pass and each half of the reduction writes its own elements with the same
+// arithmetic, so both ways give bit-identical results. After an error, the side stream has
+// still been joined back wherever it was forked.
 template <class T>
 cudaError_t launch_fused_step(int B, BatchSource<T> src, const float* params, const FusedScratch& s,
-                              float* grad_loss, cudaStream_t stream);
+                              float* grad_loss, float* host_grad_loss, cudaStream_t stream,
+                              const FusedBranch* branch = nullptr);
 
 // x (B,784) float and y (B) gathered from src (the cuDNN path's input on a resident dataset).
 template <class T>

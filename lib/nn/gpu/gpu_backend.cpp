@@ -10,13 +10,16 @@
 //          its transpose, without copies.
 // Activations are NHWC like the CPU backend and the arena.
 //
-// A step, all on one stream: params -> device, from the caller's step_params() as they are (page-
-// locked) or from pinned staging they were copied into; the batch -> device (the images and
-// labels, or with a resident dataset only the row list: set_dataset uploaded the images once);
-// forward, backward; the gradient arena and the mean loss (one buffer) -> step_grad()'s buffer
-// (the loss in a slot past its end) or pinned staging; one synchronisation. With
-// GpuOptions::graph the step of each (batch size, batch source, host buffers) is captured once as
-// a CUDA graph and replayed: one launch a step. Nothing is allocated in a step.
+// A step: params -> device, from the caller's step_params() as they are (page-locked) or from
+// pinned staging they were copied into; the batch -> device (the images and labels, or with a
+// resident dataset only the row list: set_dataset uploaded the images once); forward, backward;
+// the gradient arena and the mean loss (one buffer) -> step_grad()'s buffer (the loss in a slot
+// past its end) or pinned staging; one synchronisation. It runs on one stream, except that with
+// GpuOptions::fused_branches the fused step forks a second stream for conv2's and fc's weight
+// gradients, which also reduces and downloads their elements, and joins it back at the end
+// (launch_fused_step). With GpuOptions::graph the step of each (batch size, batch source, host
+// buffers) is captured once as a CUDA graph (the fork a branch of it) and replayed: one launch
+// a step. Nothing is allocated in a step.
 //
 // Determinism and precision: every sum runs in a fixed order (no atomics), so a step gives
 // bit-identical results run to run. cudnn: convolution algorithms are chosen once per batch size
@@ -136,6 +139,14 @@ class GpuBackend final : public Backend {
       step_begin_.reset(e);
       CUDA_CHECK(cudaEventCreate(&e));
       step_end_.reset(e);
+      if (options_.kernels == GpuKernels::fused && options_.fused_branches) {
+        CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+        side_.reset(s);
+        CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+        fork_.reset(e);
+        CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+        join_.reset(e);
+      }
     }
     for (auto& by_source : graphs_)
       for (auto& g : by_source) g.resize(static_cast<std::size_t>(max_batch_) + 1);
@@ -174,9 +185,7 @@ class GpuBackend final : public Backend {
     CUDA_CHECK(cudaStreamSynchronize(compute_.get()));
   }
 
-  ~GpuBackend() override {
-    if (compute_) (void)cudaStreamSynchronize(compute_.get());
-  }
+  ~GpuBackend() override { sync_streams(); }
 
   const char* name() const override { return options_.kernels == GpuKernels::fused ? "gpu" : "gpu-cudnn"; }
   int max_batch() const override { return max_batch_; }
@@ -272,6 +281,12 @@ class GpuBackend final : public Backend {
     return h_params_.get();
   }
 
+  // Both streams idle (errors ignored: for destruction and error paths).
+  void sync_streams() noexcept {
+    if (compute_) (void)cudaStreamSynchronize(compute_.get());
+    if (side_) (void)cudaStreamSynchronize(side_.get());
+  }
+
   FusedScratch scratch() const {
     return FusedScratch{d_xg_.get(), d_p1_.get(),      d_p2_.get(),  d_logits_.get(), d_loss_.get(), d_dlogits_.get(),
                         d_dp2_.get(), d_dp1_.get(), d_partial_.get(), d_a1_.get(), d_a2_.get()};
@@ -297,7 +312,7 @@ class GpuBackend final : public Backend {
       }
       CUDA_CHECK(cudaEventRecord(step_end_.get(), s));
     } catch (...) {
-      (void)cudaStreamSynchronize(s);  // what was enqueued may read and write the caller's buffers
+      sync_streams();  // what was enqueued may read and write the caller's buffers
       throw;
     }
     wait_for_step();
@@ -352,8 +367,8 @@ class GpuBackend final : public Backend {
     return GraphExec(exec);
   }
 
-  // Every operation of one step, in order, on compute_: the parameters from hp, the gradient and
-  // the mean loss to hg (kMnistCnnParams + 1 floats; both page-locked).
+  // Every operation of one step, on compute_ (and the fused branch's side_): the parameters from
+  // hp, the gradient and the mean loss to hg (kMnistCnnParams + 1 floats; both page-locked).
   void enqueue_step(int B, Source src, const float* hp, float* hg) {
     cudaStream_t s = compute_.get();
     const auto nb = static_cast<std::size_t>(B);
@@ -362,25 +377,25 @@ class GpuBackend final : public Backend {
     if (src == kHostBatch) {
       CUDA_CHECK(cudaMemcpyAsync(d_x_.get(), h_x_.get(), nb * kImagePixels * sizeof(float), cudaMemcpyHostToDevice, s));
       CUDA_CHECK(cudaMemcpyAsync(d_labels_.get(), h_labels_.get(), nb, cudaMemcpyHostToDevice, s));
-      enqueue_compute(B, BatchSource<float>{d_x_.get(), d_labels_.get(), d_iota_.get()});
+      enqueue_compute(B, BatchSource<float>{d_x_.get(), d_labels_.get(), d_iota_.get()}, hg);
     } else {
       CUDA_CHECK(cudaMemcpyAsync(d_rows_.get(), h_rows_.get(), nb * sizeof(std::int32_t), cudaMemcpyHostToDevice, s));
       if (d_data_u8_.get())
-        enqueue_compute(B, BatchSource<std::uint8_t>{d_data_u8_.get(), d_data_labels_.get(), d_rows_.get()});
+        enqueue_compute(B, BatchSource<std::uint8_t>{d_data_u8_.get(), d_data_labels_.get(), d_rows_.get()}, hg);
       else
-        enqueue_compute(B, BatchSource<float>{d_data_f32_.get(), d_data_labels_.get(), d_rows_.get()});
+        enqueue_compute(B, BatchSource<float>{d_data_f32_.get(), d_data_labels_.get(), d_rows_.get()}, hg);
     }
-    CUDA_CHECK(cudaMemcpyAsync(hg, d_grad_loss_.get(), (kMnistCnnParams + 1) * sizeof(float),
-                               cudaMemcpyDeviceToHost, s));
   }
 
-  // Forward and backward of batch B read from `in`, into d_grad_loss_.
+  // Forward and backward of batch B read from `in`, into d_grad_loss_, downloaded to hg (the fused
+  // step's branch downloads most of it while conv1's weight gradient still runs).
   template <class T>
-  void enqueue_compute(int B, BatchSource<T> in) {
+  void enqueue_compute(int B, BatchSource<T> in, float* hg) {
     cudaStream_t s = compute_.get();
     float* G = d_grad_loss_.get();
     if (options_.kernels == GpuKernels::fused) {
-      CUDA_CHECK(launch_fused_step(B, in, d_params_.get(), scratch(), G, s));
+      const FusedBranch branch{side_.get(), fork_.get(), join_.get()};
+      CUDA_CHECK(launch_fused_step(B, in, d_params_.get(), scratch(), G, hg, s, side_ ? &branch : nullptr));
       return;
     }
     const StepAlgos& a = algos_[static_cast<std::size_t>(B)];
@@ -390,6 +405,7 @@ class GpuBackend final : public Backend {
     CUDA_CHECK(launch_softmax_xent(d_logits_.get(), d_labels_.get(), B, d_dlogits_.get(), d_loss_.get(), s));
     CUDA_CHECK(launch_mean(d_loss_.get(), B, G + kMnistCnnParams, s));
     run_backward(B, a);
+    CUDA_CHECK(cudaMemcpyAsync(hg, G, (kMnistCnnParams + 1) * sizeof(float), cudaMemcpyDeviceToHost, s));
   }
 
   // ---- the cuDNN path ---------------------------------------------------------------------------
@@ -612,8 +628,8 @@ class GpuBackend final : public Backend {
   double last_step_seconds_ = -1.0;
   std::size_t data_rows_ = 0;  // the resident dataset's size (0: none)
   // Declared first, destroyed last: stream, events, library handles.
-  Stream compute_;
-  Event step_begin_, step_end_;
+  Stream compute_, side_;  // side_: the fused step's branch (fused_branches), else empty
+  Event step_begin_, step_end_, fork_, join_;
   CudnnHandle cudnn_;
   CublasHandle cublas_;
   TensorDesc x_desc_, c1_desc_, p1_desc_, c2_desc_, p2_desc_, b1_desc_, b2_desc_;
@@ -653,6 +669,8 @@ std::unique_ptr<Backend> make_gpu_backend(int max_batch, int device, GpuOptions 
     throw Error("make_gpu_backend: max_batch must be positive, got " + std::to_string(max_batch));
   const int n = gpu_device_count();
   if (n == 0) throw Error("make_gpu_backend: no CUDA device is visible");
+  if (options.kernels == GpuKernels::cudnn && !options.fused_branches)
+    throw Error("make_gpu_backend: fused_branches = false applies to the fused kernels only");
   if (device < 0 || device >= n)
     throw Error("make_gpu_backend: device " + std::to_string(device) + " not in 0.." +
                                 std::to_string(n - 1));

@@ -29,6 +29,11 @@ struct GpuOptions {
   // Each (batch size, batch source, host buffers) step is captured once as a CUDA graph and
   // replayed: one launch and one wait a step. false: every call enqueued one by one (to compare).
   bool graph = true;
+  // The fused step's weight gradients of conv2 and fc run on a second stream beside conv2's
+  // backward pass and conv1's weight gradient (in a graph: a branch), with bit-identical results.
+  // false: every pass in order on one stream (to compare). The fused kernels only: make_gpu_backend
+  // refuses false with GpuKernels::cudnn, where it would change nothing.
+  bool fused_branches = true;
 };
 
 // A backend on CUDA device `device` (0 <= device < gpu_device_count()) whose scratch, workspace
