@@ -7,7 +7,7 @@
     w.pull(arena.params)                            # the parameters ARE the arena: no copy
     arena.params_to_device()                        # (a CUDA model: one copy of the arena to it)
     arena.zero_grad(); loss.backward()              # gradients accumulate into arena.grads_tensor
-    arena.grads_to_host()                           # (a CUDA model: one copy back, waited for)
+    arena.grads_to_host(w.progress)                 # (a CUDA model: one copy back, waited for)
     w.push(arena.grads, -lr)
 
 Every parameter's .data becomes a view of arena.params_tensor and its .grad a view of
@@ -29,6 +29,7 @@ TableEmbeddingBag, an nn.EmbeddingBag whose weight is an asyncps.EmbeddingTable 
     bag.push(-lr)                       # push_rows: each row once, duplicates summed
 """
 import math as _math
+import os as _os
 
 import torch as _torch
 import torch.nn.functional as _F
@@ -101,6 +102,7 @@ class ModuleArena:
         self.device = device
         self.mirrored = device.type != "cpu" if host_mirror is None else host_mirror
         self._cuda = device.type == "cuda"
+        self._event = None  # wait()'s, made at its first poll
         self.layout = _Layout()
         offsets = [self.layout.add(name, tuple(p.shape) if p.dim() else (1,)) for name, p in named]
         n = self.layout.size
@@ -131,22 +133,45 @@ class ModuleArena:
         if self.mirrored:
             self.params_tensor.copy_(self.host_params_tensor, non_blocking=self.pinned)
 
-    def grads_to_host(self):
-        """Before a push of arena.grads: the whole gradient to the host, one copy, waited for.
-        Nothing on a CPU arena."""
+    def grads_to_host(self, while_waiting=None):
+        """Before a push of arena.grads: the whole gradient to the host, one copy, waited for (as
+        wait() does, with while_waiting). Nothing on a CPU arena."""
         if self.mirrored:
-            self._to_host(self.host_grads_tensor, self.grads_tensor)
+            self._to_host(self.host_grads_tensor, self.grads_tensor, while_waiting)
 
-    def params_to_host(self):
-        """The module's parameters (changed on the device) to arena.params, one copy, waited for.
-        Nothing on a CPU arena."""
+    def params_to_host(self, while_waiting=None):
+        """The module's parameters (changed on the device) to arena.params, one copy, waited for (as
+        wait() does, with while_waiting). Nothing on a CPU arena."""
         if self.mirrored:
-            self._to_host(self.host_params_tensor, self.params_tensor)
+            self._to_host(self.host_params_tensor, self.params_tensor, while_waiting)
 
-    def _to_host(self, host, device):
+    def wait(self, while_waiting=None):
+        """Until the module's device has run everything queued so far on its current stream (the
+        backward pass, say); returns at once on a CPU arena. Without while_waiting, in the stream's
+        synchronize(). With it (a callable taking nothing: a WorkerClient's progress, so that the
+        pushes and pulls in flight move through MPI while the device computes), polling an event
+        and calling it between polls, yielding the core after each; an exception from it leaves
+        after the device is done."""
+        if not self._cuda:
+            return
+        stream = _torch.cuda.current_stream(self.device)
+        if while_waiting is None:
+            stream.synchronize()
+            return
+        if self._event is None:
+            self._event = _torch.cuda.Event()  # (no timing)
+        self._event.record(stream)
+        while not self._event.query():
+            try:
+                while_waiting()
+            except BaseException:
+                self._event.synchronize()  # (what is queued may still write the host buffers)
+                raise
+            _os.sched_yield()
+
+    def _to_host(self, host, device, while_waiting=None):
         host.copy_(device, non_blocking=self.pinned)
-        if self._cuda:  # (the copy was queued on this stream, after everything that computed `device`)
-            _torch.cuda.current_stream(self.device).synchronize()
+        self.wait(while_waiting)  # (the copy was queued on this stream, after everything that computed `device`)
 
     def zero_grad(self):
         """Zeroes every gradient in place (one memset of the arena, on its device)."""
@@ -481,10 +506,10 @@ class AsyncOptimizer(_torch.optim.Optimizer):
 
     def _update_to_push(self):
         """The update as the numpy buffer end_step takes: the arena's own memory on the CPU; on a
-        device one copy of it to the pinned host buffer, waited for."""
+        device one copy of it to the pinned host buffer, waited for while the transport moves."""
         if not self.arena.mirrored:
             return self._update.numpy()
-        self.arena._to_host(self._update_host_tensor, self._update)
+        self.arena._to_host(self._update_host_tensor, self._update, self.worker.progress)
         return self._update_host
 
     def step(self, closure=None):
@@ -503,8 +528,11 @@ class AsyncOptimizer(_torch.optim.Optimizer):
                              "pass momentum_correction='none' or 'staleness' and weight_prediction=False")
         arena = self.arena
         grads = arena.grads_tensor  # (where the module's gradients are: on its device)
-        if (closure is None and not _math.isfinite(float(grads.sum()))  # (one pass; the exact test only then:
-                and not bool(_torch.isfinite(grads).all())):            # a sum of finite values can overflow)
+        if closure is None:  # (the sum waits for the backward pass: on a device, the transport moves meanwhile)
+            total = grads.sum()
+            arena.wait(self.worker.progress)
+        if (closure is None and not _math.isfinite(float(total))  # (one pass; the exact test only then:
+                and not bool(_torch.isfinite(grads).all())):      # a sum of finite values can overflow)
             # a NaN or Inf gradient: the wrapped optimizer does not step (its momentum or moments
             # would stay NaN for good); the step ends as a non-finite update, nothing pushed
             if self._ahead:

@@ -1,7 +1,8 @@
 """Proves (mpirun -np 2: 1 server, 1 worker; no GPU needed) the device-independent parts of
 asyncps.torch's GPU path (ModuleArena's host mirror, and AsyncOptimizer driving it):
   - a CPU arena's moves do nothing: params_to_device(), grads_to_host() and params_to_host() leave
-    the memory and the values as they were, and the host side IS the module's memory;
+    the memory and the values as they were, and the host side IS the module's memory; wait(fn) and
+    grads_to_host(fn) return without calling fn (nothing runs on a device);
   - host_mirror=True on a CPU module keeps separate host buffers, page-locked when torch can pin
     memory (with CUDA) and ordinary memory otherwise (CPU-only torch: the fallback, reported); the
     host side starts as the module's parameters, and each move copies exactly its way and no other
@@ -43,6 +44,10 @@ ptrs = (a.params_tensor.data_ptr(), a.grads_tensor.data_ptr(), a.params.ctypes.d
 a.params_to_device()
 a.grads_to_host()
 a.params_to_host()
+called = []
+a.wait(lambda: called.append(1))  # (nothing runs on a device: it returns at once)
+a.grads_to_host(lambda: called.append(1))
+check(not called, "wait(fn) and grads_to_host(fn) on a CPU arena call nothing")
 check(np.array_equal(a.params, p0) and np.array_equal(a.grads, g0), "the moves leave a CPU arena's values")
 check(ptrs == (a.params_tensor.data_ptr(), a.grads_tensor.data_ptr(), a.params.ctypes.data, a.grads.ctypes.data),
       "the moves leave a CPU arena's memory")
@@ -78,7 +83,7 @@ a.zero_grad()
 m(x).square().sum().backward()
 g = a.grads_tensor.numpy().copy()
 check(np.any(g != 0) and not np.any(a.grads), "backward fills the module's gradients, not the host's")
-a.grads_to_host()
+a.grads_to_host(lambda: check(False, "grads_to_host(fn) on the CPU calls fn"))
 check(np.array_equal(a.grads, g), "grads_to_host() copies the whole gradient to the host")
 with torch.no_grad():
     a.params_tensor.mul_(2)

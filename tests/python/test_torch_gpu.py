@@ -7,8 +7,10 @@ as it trains it on the CPU:
     momentum with the staleness correction, and Adam with weight prediction (tau pinned: one worker
     measures 0); opt.pulled is the host side; the module ends on the final pull;
   - a loop of one's own on the transport (begin_step into arena.params, params_to_device(),
-    backward, grads_to_host(), end_step(arena.grads)) gives the CPU loop's losses, and grads_to_host()
-    brings exactly the device's gradient;
+    backward, grads_to_host(w.progress), end_step(arena.grads)) gives the CPU loop's losses, and
+    grads_to_host() brings exactly the device's gradient; arena.wait(fn) calls fn while the device
+    is busy, returns when it is idle, and lets fn's exception leave after the device is done (on
+    the CPU it returns at once);
   - TableEmbeddingBag with ids on the device (int64 and int32, 2-D and 1-D with offsets; sum, mean,
     max): its output is on that device and equals nn.EmbeddingBag's on the table's rows, and push()
     applies nn.EmbeddingBag's gradient step to the table;
@@ -116,6 +118,32 @@ def bag_checks(w):
               f"{what}: the table's update is nn.EmbeddingBag's gradient step")
 
 
+def wait_checks(arena, w):
+    """arena.wait(fn) with the device's stream kept busy (torch.cuda._sleep): fn runs between polls
+    and wait returns only when the stream is idle; fn's exception leaves, after the device is done."""
+    stream = torch.cuda.current_stream(DEV)
+    calls = [0]
+
+    def progress():
+        calls[0] += 1
+        w.progress()
+
+    def boom():
+        raise RuntimeError("boom from while_waiting")
+
+    with torch.cuda.device(DEV):
+        torch.cuda._sleep(200_000_000)  # (about 0.1 s of the device's clock)
+        arena.wait(progress)
+        check(calls[0] >= 1 and stream.query(), f"wait(progress): {calls[0]} calls, stream idle {stream.query()}")
+        torch.cuda._sleep(200_000_000)
+        try:
+            arena.wait(boom)
+            check(False, "wait(fn) with fn raising: returned")
+        except RuntimeError as e:
+            check("boom from while_waiting" in str(e), f"wait(fn) with fn raising: {e!r}")
+        check(stream.query(), "wait(fn): fn's exception left before the device was done")
+
+
 def own_loop(device, steps=20, lr=0.5):
     """ModuleArena + WorkerClient's step loop on `device` (with a table beside the arena); the
     worker's losses, or None on the server."""
@@ -136,7 +164,7 @@ def own_loop(device, steps=20, lr=0.5):
             arena.zero_grad()
             loss = F.cross_entropy(net(xs[k]), ys[k])
             loss.backward()
-            arena.grads_to_host()
+            arena.grads_to_host(w.progress)  # (the transport moves while the device finishes)
             if k == 3:
                 check(np.array_equal(arena.grads, arena.grads_tensor.cpu().numpy()),
                       f"{device}: grads_to_host() brings the device's gradient")
@@ -144,7 +172,10 @@ def own_loop(device, steps=20, lr=0.5):
             losses.append(float(loss))
             k += 1
         if torch.device(device).type == "cuda":
+            wait_checks(arena, w)
             bag_checks(w)
+        else:
+            arena.wait(lambda: check(False, "wait() on a CPU arena calls its function"))
     return losses
 
 
