@@ -2,6 +2,8 @@
 #include "options.h"
 
 #include <boost/program_options.hpp>
+#include <algorithm>
+#include <string_view>
 #include <cmath>
 #include <initializer_list>
 #include <cstring>
@@ -115,10 +117,21 @@ void refuse_without_effect(const po::variables_map& vm, const Config& c) {
   refuse_without(vm, "eval_target", c.eval_every > 0, "--eval_every (the snapshots it is measured on)");
   refuse_without(vm, "momentum", opt == "momentum", "--optimizer momentum");
   refuse_without(vm, "momentum_correction", opt == "momentum", "--optimizer momentum");
+  refuse_without(vm, "momentum_correction", c.library.mode != asyncps::Mode::Sync,
+                 "--mode async or ssp (a sync round's updates have no staleness to correct)");
   refuse_without(vm, "beta1", opt == "adam", "--optimizer adam");
   refuse_without(vm, "beta2", opt == "adam", "--optimizer adam");
   refuse_without(vm, "epsilon", opt == "adam" || opt == "adagrad", "--optimizer adam or adagrad");
   refuse_without(vm, "initial_accumulator", opt == "adagrad", "--optimizer adagrad");
+  if (c.eval_only) {  // it reads a checkpoint and the data, evaluates and exports: the rest is training's
+    static constexpr std::string_view kUsed[] = {"config",   "eval_only", "checkpoint",  "logdir",       "data_dir",
+                                                 "device",   "gpu_kernels", "export_dir", "stall_timeout"};
+    for (const auto& [flag, value] : vm)
+      if (!value.defaulted() && std::find(std::begin(kUsed), std::end(kUsed), flag) == std::end(kUsed))
+        throw asyncps::ConfigError("--" + flag +
+                                   " has no effect with --eval_only (it evaluates one checkpoint and trains nothing" +
+                                   (flag == "restart_from" ? "; --checkpoint names the checkpoint to evaluate)" : ")"));
+  }
 }
 
 }  // namespace
@@ -232,7 +245,13 @@ std::optional<Config> parse_config(int argc, char** argv, bool print_help) {
     if (vm.count("config")) {
       const std::string path = vm["config"].as<std::string>();
       std::istringstream in(read_config_file(path));
-      po::store(po::parse_config_file(in, general), vm);
+      const po::parsed_options from_file = po::parse_config_file(in, general);
+      for (const auto& o : from_file.options)
+        if (o.string_key == "config" || o.string_key == "help")
+          throw asyncps::ConfigError("--config: " + path + " sets '" + o.string_key +
+                                     "', which only the command line takes (a config file cannot include another "
+                                     "or ask for the help)");
+      po::store(from_file, vm);
     }
     po::notify(vm);
   } catch (const po::error& e) {

@@ -40,8 +40,9 @@ class MpiEnvironment {
   bool skip_finalize_ = false;  // (decided collectively right after MPI_Init)
 };
 
-// Prints "asyncps: <message> [rank R of N on HOST]" on stderr as one line and aborts every rank
-// of MPI_COMM_WORLD (or exits if MPI is not running). For fatal errors in main(): nobody is left
+// Prints "asyncps: <message> [rank R of N on HOST]" on stderr as one line (line breaks in the
+// message become spaces) and aborts every rank of MPI_COMM_WORLD (or exits if MPI is not running)
+// with exit_code, which is in [1, 255]: any other code (0 among them) ends it with 1. For fatal errors in main(): nobody is left
 // hanging. An exception from the library may have left windows abandoned on this rank (they are
 // never freed while an exception unwinds: the other ranks may be elsewhere), so a program that
 // catches one must end the job, with this call, rather than go on.

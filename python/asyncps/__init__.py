@@ -110,7 +110,10 @@ def _abort_on_uncaught(exc_type, exc, tb):
 def abort_on_uncaught_exception(enabled=True):
     """On by default: an uncaught exception on any rank prints its traceback and one
     'asyncps: ... [rank R of N on HOST]' line, then ends every rank of the job (MPI_Abort)
-    instead of leaving the others waiting. False restores the previous sys.excepthook."""
+    instead of leaving the others waiting. False restores the previous sys.excepthook. Anything
+    but True or False is a TypeError."""
+    if not isinstance(enabled, bool):
+        raise TypeError(f"asyncps: abort_on_uncaught_exception: enabled must be True or False, got {enabled!r}")
     _sys.excepthook = _abort_on_uncaught if enabled else _previous_hook
 
 

@@ -38,6 +38,12 @@ from . import EmbeddingTable as _EmbeddingTable
 from . import Layout as _Layout
 
 
+def _check_while_waiting(call, fn):
+    if fn is not None and not callable(fn):
+        raise TypeError(f"asyncps: ModuleArena.{call}: while_waiting must be None or a callable taking nothing "
+                        f"(a WorkerClient's progress), got {type(fn).__name__}")
+
+
 def _host_buffer(n, pin, zero=False):
     """(n float32 on the host, pinned): page-locked when `pin` and torch can pin memory (it takes
     CUDA: a CPU-only torch cannot), ordinary host memory otherwise."""
@@ -78,6 +84,8 @@ class ModuleArena:
         if host_mirror is not None and not isinstance(host_mirror, bool):
             raise TypeError(f"asyncps: ModuleArena: host_mirror must be None or a bool "
                             f"(got {type(host_mirror).__name__})")
+        if not isinstance(module, _torch.nn.Module):
+            raise TypeError(f"asyncps: ModuleArena: module must be a torch.nn.Module (got {type(module).__name__})")
         named = [(n, p) for n, p in module.named_parameters() if p.requires_grad]
         if not named:
             raise ValueError("asyncps: ModuleArena: the module has no trainable parameters")
@@ -136,12 +144,14 @@ class ModuleArena:
     def grads_to_host(self, while_waiting=None):
         """Before a push of arena.grads: the whole gradient to the host, one copy, waited for (as
         wait() does, with while_waiting). Nothing on a CPU arena."""
+        _check_while_waiting("grads_to_host", while_waiting)
         if self.mirrored:
             self._to_host(self.host_grads_tensor, self.grads_tensor, while_waiting)
 
     def params_to_host(self, while_waiting=None):
         """The module's parameters (changed on the device) to arena.params, one copy, waited for (as
         wait() does, with while_waiting). Nothing on a CPU arena."""
+        _check_while_waiting("params_to_host", while_waiting)
         if self.mirrored:
             self._to_host(self.host_params_tensor, self.params_tensor, while_waiting)
 
@@ -151,7 +161,8 @@ class ModuleArena:
         synchronize(). With it (a callable taking nothing: a WorkerClient's progress, so that the
         pushes and pulls in flight move through MPI while the device computes), polling an event
         and calling it between polls, yielding the core after each; an exception from it leaves
-        after the device is done."""
+        after the device is done. Anything but None or a callable is a TypeError."""
+        _check_while_waiting("wait", while_waiting)
         if not self._cuda:
             return
         stream = _torch.cuda.current_stream(self.device)
@@ -360,6 +371,9 @@ class AsyncOptimizer(_torch.optim.Optimizer):
         if not isinstance(weight_prediction, bool):
             raise TypeError(f"asyncps: AsyncOptimizer: weight_prediction must be a bool "
                             f"(got {type(weight_prediction).__name__})")
+        if momentum_correction != "predict" and session_options.get("mode") == "sync":
+            raise ValueError(f"asyncps: AsyncOptimizer: momentum_correction={momentum_correction!r} has no effect "
+                             "with mode='sync': a sync round's updates have no staleness to correct")
         if weight_prediction and session_options.get("mode") == "sync":
             raise ValueError("asyncps: AsyncOptimizer: weight_prediction is for async and ssp: a sync round's "
                              "parameters do not move while it computes")

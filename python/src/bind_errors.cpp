@@ -47,8 +47,9 @@ void bind_errors(py::module_& m) {
         asyncps::abort_job(text.c_str(), code);
       },
       py::arg("message"), py::arg("exit_code") = 1,
-      "Prints 'asyncps: <message> [rank R of N on HOST]' and ends every rank of the job (MPI_Abort). "
-      "Callable from any thread (a watchdog's last resort).");
+      "Prints 'asyncps: <message> [rank R of N on HOST]' as one line (line breaks become spaces) and ends every "
+      "rank of the job (MPI_Abort) with exit_code, in [1, 255] (any other code, 0 among them, ends it with 1: an "
+      "abort is never a success). Callable from any thread (a watchdog's last resort).");
 }
 
 }  // namespace asyncps_python

@@ -870,4 +870,12 @@ TEST_CASE("validate(CheckpointOptions) refuses options no job can run with, nami
   CHECK_THAT(refused([](CheckpointOptions& o) { o.dir.clear(); o.keep = 3; }),
              Catch::StartsWith("Options::checkpoint.keep has no effect without Options::checkpoint.dir"));
   CHECK(refused([](CheckpointOptions& o) { o.dir.clear(); o.restart_from = "log/ckpt-5.index"; }) == "accepted");
+  // start afresh: nothing to restore without a directory; a checkpoint to start from contradicts it
+  CHECK_THAT(refused([](CheckpointOptions& o) { o.dir.clear(); o.restore = false; }),
+             Catch::StartsWith("Options::checkpoint.restore set to start afresh has no effect without "
+                               "Options::checkpoint.dir"));
+  CHECK_THAT(refused([](CheckpointOptions& o) { o.restore = false; o.restart_from = "log/ckpt-5.index"; }),
+             Catch::StartsWith("Options::checkpoint.restart_from names a checkpoint to start from, which contradicts "
+                               "Options::checkpoint.restore set to start afresh"));
+  CHECK(refused([](CheckpointOptions& o) { o.dir = "log"; o.restore = false; }) == "accepted");
 }

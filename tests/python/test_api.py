@@ -81,10 +81,16 @@ for call, want in ((lambda: asyncps.Session(layout, stall_timout=5),
                    (lambda: asyncps.list_checkpoints(dirr="x"), "list_checkpoints: unknown keyword argument 'dirr'")):
     msg = raises(TypeError, call, want)
     check(msg is not None and "\n" not in msg, f"one line: {msg!r}")
+for bad in ("yes", None, 1, 2.0):
+    raises(TypeError, lambda: asyncps.abort_on_uncaught_exception(bad), "enabled must be True or False")
 # a save interval or a count kept without a checkpoint directory would change nothing: refused
 raises(asyncps.ConfigError, lambda: asyncps.Session(layout, save_secs=5),
        "Options::checkpoint.save_secs has no effect without Options::checkpoint.dir")
 raises(asyncps.ConfigError, lambda: asyncps.Session(layout, keep=2), "Options::checkpoint.keep has no effect without")
+raises(asyncps.ConfigError, lambda: asyncps.Session(layout, restore=False),
+       "Options::checkpoint.restore set to start afresh has no effect without Options::checkpoint.dir")
+raises(asyncps.ConfigError, lambda: asyncps.Session(layout, checkpoint_dir="/tmp/x", restart_from="/tmp/x/ckpt-1.index",
+                                                     restore=False), "which contradicts Options::checkpoint.restore")
 # every keyword is a row of the library's options' table (asyncps/option_table.h), typed by it:
 # chunk_bytes has no line of its own in the binding
 raises(asyncps.ConfigError, lambda: asyncps.Session(layout, chunk_bytes=2), "Options::chunk_bytes must be in [4, ")

@@ -59,6 +59,8 @@ refused(TypeError, lambda: AO(sgd, net, steps=4, weight_prediction=1), "weight_p
         "weight_prediction=1")
 refused(ValueError, lambda: AO(sgd, net, steps=4, weight_prediction=True, mode="sync"), "is for async and ssp",
         "weight_prediction in sync mode")
+refused(ValueError, lambda: AO(sgd, net, steps=4, momentum_correction="staleness", mode="sync"),
+        "has no effect with mode='sync'", "momentum_correction in sync mode")
 stray = torch.nn.Parameter(torch.zeros(3))
 refused(ValueError, lambda: AO(torch.optim.SGD([stray], lr=0.1), model(), steps=4), "not a parameter of the module",
         "a tensor outside the module")

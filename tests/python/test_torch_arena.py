@@ -48,6 +48,9 @@ called = []
 a.wait(lambda: called.append(1))  # (nothing runs on a device: it returns at once)
 a.grads_to_host(lambda: called.append(1))
 check(not called, "wait(fn) and grads_to_host(fn) on a CPU arena call nothing")
+for call in (a.wait, a.grads_to_host, a.params_to_host):
+    refused(TypeError, lambda: call(5), "while_waiting must be None or a callable", f"{call.__name__}(5)")
+refused(TypeError, lambda: MA(5), "module must be a torch.nn.Module", "ModuleArena(5)")
 check(np.array_equal(a.params, p0) and np.array_equal(a.grads, g0), "the moves leave a CPU arena's values")
 check(ptrs == (a.params_tensor.data_ptr(), a.grads_tensor.data_ptr(), a.params.ctypes.data, a.grads.ctypes.data),
       "the moves leave a CPU arena's memory")

@@ -346,7 +346,16 @@ const OptionInfo kOptions[] = {
         "restore", "Options::checkpoint.restore", "checkpoint", RankAgreement::Checkpoint,
         "resume from the newest valid checkpoint in the checkpoint directory (false: start afresh; those the run "
         "would overwrite are moved into earlier-run-<time>/, never overwritten)",
-        [](O) { return std::string(); }),
+        [](O o) {
+          if (o.checkpoint.restore) return std::string();
+          if (!o.checkpoint.restart_from.empty())
+            return "Options::checkpoint.restart_from names a checkpoint to start from, which contradicts "
+                   "Options::checkpoint.restore set to start afresh: give one of them (restart_from " +
+                   o.checkpoint.restart_from.string() + ")";
+          return unless(!o.checkpoint.dir.empty(),
+                        "Options::checkpoint.restore set to start afresh has no effect without "
+                        "Options::checkpoint.dir (there is nothing to restore and nothing is saved)");
+        }),
 };
 
 }  // namespace

@@ -67,13 +67,20 @@ MpiEnvironment::~MpiEnvironment() {
 }
 
 void abort_job(const char* message, int exit_code) noexcept {
+  // an abort is never a success, and a process's exit status is a byte: 0 and codes outside
+  // [1, 255] (256 would read as 0) end it with 1
+  if (exit_code < 1 || exit_code > 255) exit_code = 1;
   try {  // (noexcept: a sink that throws, or no memory for the line, still ends the job)
-    // which rank failed, and where: with many ranks on many hosts the line alone must say it
-    // (the sinks end every line with log_origin(), " [rank R of N on HOST]")
+    // one line (a message's line breaks become spaces) saying which rank failed, and where: with
+    // many ranks on many hosts the line alone must say it (the sinks end every line with
+    // log_origin(), " [rank R of N on HOST]")
+    std::string line(message ? message : "");
+    for (char& ch : line)
+      if (ch == '\n' || ch == '\r') ch = ' ';
     detail::set_log_origin();
-    log(LogLevel::Error, message);
+    log(LogLevel::Error, line.c_str());
   } catch (...) {
-    std::fprintf(stderr, "asyncps: %s\n", message);
+    std::fprintf(stderr, "asyncps: %s\n", message ? message : "");
   }
   detail::abort_world(exit_code);
 }
