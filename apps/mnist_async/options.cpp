@@ -180,7 +180,7 @@ po::options_description describe(Config& c, std::string& config_file) {
      "--device gpu|auto: enqueue each step's calls one by one instead of replaying the step's CUDA graph (to "
      "compare against)")
     ("save_summaries_secs", po::value(&c.save_summaries_secs)->default_value(c.save_summaries_secs),
-     "the chief appends a metrics line to logdir/metrics.jsonl this often (0: every log line)")
+     "the chief appends a metrics line to logdir/metrics.jsonl this often (0: after every step)")
     ("log_every", po::value(&c.log_every)->default_value(c.log_every), "the chief logs every N local steps")
     ("train_limit", po::value(&c.train_limit)->default_value(c.train_limit), "use only the first N training examples (0: all)")
     ("optimizer", po::value(&c.optimizer.name)->default_value(c.optimizer.name),

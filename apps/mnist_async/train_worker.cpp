@@ -148,27 +148,31 @@ int run_worker(const Config& config, asyncps::Session& session) {
                      config.halt_on_nonfinite ? "halting the job (--halt_on_nonfinite)" : "skipped",
                      seen == 5 && !config.halt_on_nonfinite ? " (further ones are only counted)" : "");
       if (config.halt_on_nonfinite) step_loop.request_halt();
-      continue;
+    } else {
+      global_step = landed.global_step;
+      ++local_step;
+      if (chief && config.eval_every > 0 &&
+          (snapshots.empty() ? begun->global_step >= 0 : begun->global_step / config.eval_every > snapshots.back().global_step / config.eval_every)) {
+        const auto average = ema->average();
+        snapshots.push_back({begun->global_step, since(start), std::vector<float>(params.begin(), params.end()),
+                             std::vector<float>(average.begin(), average.end())});
+      }
+      if (ema && local_step % config.log_every == 0) shadow_store.store(ema->average());  // checkpoints hold it
+      if (talk && local_step % config.log_every == 0) {
+        std::printf("After %lld training steps (%lld global steps), loss on training batch is %g. (%.3f sec/batch)\n",
+                    static_cast<long long>(local_step), static_cast<long long>(global_step), static_cast<double>(loss),
+                    since(t_step));
+        std::fflush(stdout);
+      }
     }
-    global_step = landed.global_step;
-    ++local_step;
-    if (chief && config.eval_every > 0 &&
-        (snapshots.empty() ? begun->global_step >= 0 : begun->global_step / config.eval_every > snapshots.back().global_step / config.eval_every)) {
-      const auto average = ema->average();
-      snapshots.push_back({begun->global_step, since(start), std::vector<float>(params.begin(), params.end()),
-                           std::vector<float>(average.begin(), average.end())});
-    }
-    if (ema && local_step % config.log_every == 0) shadow_store.store(ema->average());  // checkpoints hold it
-    if (talk && local_step % config.log_every == 0) {
-      std::printf("After %lld training steps (%lld global steps), loss on training batch is %g. (%.3f sec/batch)\n",
-                  static_cast<long long>(local_step), static_cast<long long>(global_step), static_cast<double>(loss),
-                  since(t_step));
-      std::fflush(stdout);
-    }
+    // the summaries follow the clock whether or not the step's update landed (a run whose updates
+    // are all non-finite still reports how many were skipped)
     if (metrics && since(last_summary) >= config.save_summaries_secs) {
       const double wall = since(start);
       const auto& tau = step_loop.staleness();
-      metrics->write({{"global_step", static_cast<double>(global_step)}, {"local_step", static_cast<double>(local_step)},
+      // (a skipped step is reported at the step it claimed: the last applied one may be far behind)
+      const double at = static_cast<double>(landed.nonfinite ? std::max(global_step, begun->global_step) : global_step);
+      metrics->write({{"global_step", at}, {"local_step", static_cast<double>(local_step)},
                       {"loss", loss}, {"learning_rate", lr}, {"wall_seconds", wall},
                       {"samples_per_sec", static_cast<double>((global_step - first_step) * config.batch_size) / wall},
                       {"global_steps_per_sec", static_cast<double>(global_step - first_step) / wall},
@@ -241,9 +245,11 @@ int run_worker(const Config& config, asyncps::Session& session) {
                 static_cast<unsigned long long>(tau.count()), asyncps::name_of(config.library.mode), tau.mean(),
                 static_cast<long long>(tau.percentile(50)), static_cast<long long>(tau.percentile(99)),
                 static_cast<long long>(tau.max()), st.mode_wait_seconds);
-    if (st.nonfinite) std::printf("%llu non-finite gradient(s) were not pushed\n",
-                                  static_cast<unsigned long long>(st.nonfinite));
+    const std::uint64_t skipped = step_loop.job_nonfinite();  // every worker's
+    if (skipped) std::printf("%llu non-finite gradient(s) were not pushed (by all %d worker(s))\n",
+                             static_cast<unsigned long long>(skipped), roles.num_workers());
     metrics->write({{"global_step", static_cast<double>(steps)},
+                    {"job_nonfinite_skipped", static_cast<double>(skipped)},
                     {"staleness_mean", tau.mean()}, {"staleness_p50", static_cast<double>(tau.percentile(50))},
                     {"staleness_p99", static_cast<double>(tau.percentile(99))},
                     {"staleness_max", static_cast<double>(tau.max())}});

@@ -48,6 +48,8 @@ class ParameterServer {
   std::uint64_t wakeups() const noexcept;
   // Every worker's update staleness summed (valid after serve() returns).
   const StalenessHistogram& job_staleness() const noexcept;
+  // After serve(): every worker's end_step gradients never pushed (NaN or Inf), summed.
+  std::uint64_t job_nonfinite() const noexcept;
 
   // Whether the constructor restored a checkpoint (Options::checkpoint), and its step.
   bool restored() const noexcept;

@@ -75,6 +75,9 @@ class StepLoop {
   // Staleness of this worker's updates; job_staleness(): every worker's, after finish().
   const StalenessHistogram& staleness() const noexcept;
   const StalenessHistogram& job_staleness() const noexcept;
+  // After finish(): every worker's end_step gradients never pushed (NaN or Inf), summed (this
+  // worker's alone: stats().nonfinite).
+  std::uint64_t job_nonfinite() const noexcept;
   const WorkerStats& stats() const noexcept;  // the WorkerClient's
 
  private:

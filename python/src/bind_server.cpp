@@ -132,6 +132,8 @@ void bind_server(py::module_& m) {
                              [](ServerHandle& h) {
                                return staleness_dict(h.get("ParameterServer.job_staleness", true).job_staleness());
                              })
+      .def_property_readonly("job_nonfinite",
+                             [](ServerHandle& h) { return h.get("ParameterServer.job_nonfinite", true).job_nonfinite(); })
       .def_property_readonly("closed", [](const ServerHandle& h) { return !h.server; })
       .def(
           "close",

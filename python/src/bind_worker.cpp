@@ -271,6 +271,9 @@ void bind_worker(py::module_& m) {
       .def_property_readonly("job_staleness", [](const WorkerHandle& h) {
         return staleness_dict(h.loop("WorkerClient.job_staleness", true).job_staleness());
       })
+      .def_property_readonly("job_nonfinite", [](const WorkerHandle& h) {
+        return h.loop("WorkerClient.job_nonfinite", true).job_nonfinite();
+      })
       // ---- the chief's EMA kept on the servers (checkpoints hold it)
       .def(
           "store_shadow",

@@ -181,6 +181,11 @@ if not opt.is_server:
           f"{want_nonfinite} non-finite update counted: {opt.worker.stats['nonfinite']}")
     check(bool(torch.isfinite(net.weight).all()), "the run after a NaN gradient ends finite")
     opt.finish()
+# every rank knows the job's total after the end: the workers' own counts, summed
+mine = opt.worker.stats["nonfinite"] if not opt.is_server else 0
+total = opt.server.job_nonfinite if opt.is_server else opt.worker.job_nonfinite
+check(WORLD.allgather(total) == [sum(WORLD.allgather(mine))] * WORLD.Get_size() and total >= 1,
+      f"job_nonfinite {total} on every rank is the workers' counts summed")
 if busiest(len(ends) if not opt.is_server else -1):
     check(len(ends) >= 8, f"the busier worker took at least half of the 16 steps, the NaN step and 3 more: {len(ends)}")
 

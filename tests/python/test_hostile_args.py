@@ -471,6 +471,7 @@ else:
         "end_step": lambda: w.end_step(ones, 1.0), "request_halt": w.request_halt, "halted": lambda: w.halted,
         "terminated": lambda: w.terminated,
         "final_step": lambda: w.final_step, "staleness": lambda: w.staleness, "job_staleness": lambda: w.job_staleness,
+        "job_nonfinite": lambda: w.job_nonfinite,
         "store_shadow": lambda: w.store_shadow(ones), "load_shadow": lambda: w.load_shadow(buf), "close": w.close,
         "__enter__": w.__enter__, "__exit__": lambda: w.__exit__(None, None, None),
     }

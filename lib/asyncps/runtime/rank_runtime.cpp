@@ -58,7 +58,7 @@ void RankRuntime::ready(const std::string& problem) {
 }
 
 void RankRuntime::end(JobEnd& out, ServerCheckpointer* ckpt, const StalenessHistogram& mine,
-                      const std::function<void()>& before_free) {
+                      std::uint64_t nonfinite, const std::function<void()>& before_free) {
   const StallWatch watch(watch_timeout(session_.options().stall_timeout),
                          session_.role_name() + " at the end of the job (final checkpoint, staleness, timeline, freeing "
                                                 "the windows: collective with every rank)");
@@ -68,6 +68,7 @@ void RankRuntime::end(JobEnd& out, ServerCheckpointer* ckpt, const StalenessHist
   out.state = finish_job(job_, control_, ckpt);  // the final checkpoint
   if (ckpt) timeline_.span("final save", t0, Timeline::Clock::now());
   out.staleness = allreduce_staleness(session_.comm(), mine);
+  ASYNCPS_MPI_CHECK(MPI_Allreduce(&nonfinite, &out.nonfinite, 1, MPI_UINT64_T, MPI_SUM, session_.comm()));
   write_timeline(job_, timeline_);
   if (before_free) before_free();
   channel_.close();  // the job's end, where every rank is: the one place windows are freed

@@ -9,6 +9,7 @@
 //          all-reduce, the timeline, the windows freed. Watched as well.
 // It does not move (the channel, the control block and the heartbeats point at each other).
 #pragma once
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <string>
@@ -36,6 +37,7 @@ ChannelConfig channel_config(const Session& session);
 struct JobEnd {
   FinalState state;                // the final step, the halt flag, the index written
   StalenessHistogram staleness;    // every worker's, summed
+  std::uint64_t nonfinite = 0;     // every worker's end_step gradients never pushed (NaN or Inf), summed
 };
 
 class RankRuntime {
@@ -51,11 +53,12 @@ class RankRuntime {
   void ready(const std::string& problem);
 
   // Collective, after the shutdown barrier: `ckpt` (servers; null on workers) writes the final
-  // checkpoint; `mine` is this rank's staleness; `before_free` runs just before the windows are
+  // checkpoint; `mine` is this rank's staleness, `nonfinite` its count of gradients never pushed
+  // (0 on servers); `before_free` runs just before the windows are
   // freed (a server copies its final shard out). Workers end their epochs first (their last
   // operations complete there). `out` is filled as each stage ends (a failure later, in the
   // timeline's write say, leaves the final state known).
-  void end(JobEnd& out, ServerCheckpointer* ckpt, const StalenessHistogram& mine,
+  void end(JobEnd& out, ServerCheckpointer* ckpt, const StalenessHistogram& mine, std::uint64_t nonfinite,
            const std::function<void()>& before_free = {});
 
   Session& session() noexcept { return session_; }

@@ -150,7 +150,7 @@ void ParameterServer::serve(const std::function<void()>& tick) {
     if (t1 - t0 > std::chrono::microseconds(100)) m.rt.timeline().span("checkpoint", t0, t1);  // a save, not a check
   });
   liveness.finished();  // the last heartbeat completed before the job's end
-  m.rt.end(m.end, m.ckpt.get(), StalenessHistogram{}, [&] {
+  m.rt.end(m.end, m.ckpt.get(), StalenessHistogram{}, 0, [&] {
     const float* mine = m.win().params.data<float>();
     m.final_shard.assign(mine, mine + shard().size);
     m.ckpt.reset();
@@ -166,6 +166,7 @@ std::int64_t ParameterServer::final_step() const noexcept { return impl_->end.st
 const std::string& ParameterServer::saved_checkpoint() const noexcept { return impl_->end.state.saved; }
 
 const StalenessHistogram& ParameterServer::job_staleness() const noexcept { return impl_->end.staleness; }
+std::uint64_t ParameterServer::job_nonfinite() const noexcept { return impl_->end.nonfinite; }
 
 const Shard& ParameterServer::shard() const noexcept {
   return impl_->session().plan().shard(impl_->session().roles().rank);

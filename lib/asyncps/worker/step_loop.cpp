@@ -42,6 +42,7 @@ bool StepLoop::terminated() const noexcept { return mode_->transport().final_sta
 std::int64_t StepLoop::final_step() const noexcept { return mode_->transport().final_state().global_step; }
 const StalenessHistogram& StepLoop::staleness() const noexcept { return mode_->transport().staleness(); }
 const StalenessHistogram& StepLoop::job_staleness() const noexcept { return mode_->transport().job_staleness(); }
+std::uint64_t StepLoop::job_nonfinite() const noexcept { return mode_->transport().job_nonfinite(); }
 const WorkerStats& StepLoop::stats() const noexcept { return worker_.stats(); }
 
 }  // namespace asyncps

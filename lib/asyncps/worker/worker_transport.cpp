@@ -224,7 +224,7 @@ void WorkerTransport::finish() {
     last_look = WorkerClock::now();
     liveness().saw_server0(control().progress().beat0());
   });
-  rt_.end(end_, nullptr, staleness_);  // the final checkpoint, staleness, timeline, windows freed
+  rt_.end(end_, nullptr, staleness_, stats_.nonfinite);  // the final checkpoint, staleness, timeline, windows freed
 }
 
 void WorkerTransport::begin_compute() noexcept {

@@ -101,6 +101,7 @@ class WorkerTransport {
   // This worker's update staleness (the step layer records it; finish() sums every worker's).
   StalenessHistogram& staleness() noexcept { return staleness_; }
   const StalenessHistogram& job_staleness() const noexcept { return end_.staleness; }
+  std::uint64_t job_nonfinite() const noexcept { return end_.nonfinite; }
   const FinalState& final_state() const noexcept { return end_.state; }
   bool drained() const noexcept { return drained_; }
   bool finished() const noexcept { return finished_; }
