@@ -76,6 +76,27 @@ def pick_device(kind, servers):
     return torch.device("cuda", local % torch.cuda.device_count())
 
 
+def refuse_bad_args(args):
+    """Ends the job with one 'asyncps:' line on a value the run cannot use (every rank parses the
+    same flags, so every rank refuses it, before any collective)."""
+    finite = lambda v: v == v and abs(v) != float("inf")  # noqa: E731
+    problems = [
+        (args.batch < 1, f"--batch must be positive, got {args.batch}"),
+        (not (finite(args.learning_rate) and args.learning_rate > 0),
+         f"--learning_rate must be positive and finite, got {args.learning_rate}"),
+        (not (finite(args.momentum) and 0 <= args.momentum < 1), f"--momentum must be in [0, 1), got {args.momentum}"),
+        (not (finite(args.decay) and 0 < args.decay <= 1), f"--decay must be in (0, 1], got {args.decay}"),
+        (not (finite(args.ema) and 0 <= args.ema < 1), f"--ema must be in [0, 1), got {args.ema}"),
+        (args.threads < 1, f"--threads must be positive, got {args.threads}"),
+        (args.log_every < 1, f"--log_every must be positive, got {args.log_every}"),
+        (args.no_restore and not args.logdir, "--no_restore has no effect without --logdir (nothing is restored)"),
+        (not os.path.isdir(args.data_dir), f"--data_dir {args.data_dir}: not a directory (make data fetches MNIST)"),
+    ]
+    for bad, why in problems:
+        if bad:
+            asyncps.abort_job(why, 2)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data_dir", default=os.path.join(os.path.dirname(__file__), "..", "..", "data", "mnist"))
@@ -101,6 +122,7 @@ def main():
     ap.add_argument("--device", default="cpu", choices=("cpu", "cuda"),
                     help="where a worker's model and batches live; cuda: cuda:(node-local rank %% device count)")
     args = ap.parse_args()
+    refuse_bad_args(args)
     torch.set_num_threads(args.threads)
     device = pick_device(args.device, args.ps)
 
@@ -118,7 +140,10 @@ def main():
         return 3 if server.halted else 0
 
     session, w = opt.session, opt.worker
-    (train_x, train_y), _, (test_x, test_y) = load_mnist(args.data_dir)
+    try:
+        (train_x, train_y), _, (test_x, test_y) = load_mnist(args.data_dir)
+    except (OSError, ValueError) as e:  # a missing, short or foreign file
+        asyncps.abort_job(f"--data_dir {args.data_dir}: {e}", 2)
     train_x = torch.from_numpy(train_x).view(-1, 1, 28, 28).to(device)  # (on a GPU: copied there once)
     train_y = torch.from_numpy(train_y).to(device)
     rng = np.random.default_rng(args.seed * 1000003 + session.worker_index)

@@ -362,7 +362,11 @@ class AsyncOptimizer(_torch.optim.Optimizer):
                             f"(got {type(optimizer).__name__})")
         if not isinstance(module, _torch.nn.Module):
             raise TypeError(f"asyncps: AsyncOptimizer: module must be a torch.nn.Module (got {type(module).__name__})")
-        if isinstance(steps, bool) or not isinstance(steps, int) or not 1 <= steps <= 2 ** 62:
+        if isinstance(steps, bool) or not isinstance(steps, int):
+            raise TypeError(f"asyncps: AsyncOptimizer: steps must be an int (got {type(steps).__name__})")
+        if not isinstance(exit_servers, bool):
+            raise TypeError(f"asyncps: AsyncOptimizer: exit_servers must be a bool (got {type(exit_servers).__name__})")
+        if not 1 <= steps <= 2 ** 62:
             # (checked on every rank before the Session: the step loop's limit is at most 2^62)
             raise ValueError(f"asyncps: AsyncOptimizer: steps must be a positive int, at most 2^62 (got {steps!r})")
         if momentum_correction not in ("predict", "staleness", "none"):

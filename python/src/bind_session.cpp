@@ -245,8 +245,9 @@ void bind_session(py::module_& m) {
             if (!h.session) return;  // (closing twice does nothing)
             if (h.open_dependants > 0)
               throw py::value_error(
-                  "asyncps: Session.close: close its ParameterServer or WorkerClient first (a WorkerClient dropped "
-                  "without finish() stays open until exit)");
+                  "asyncps: Session.close: close its ParameterServer or WorkerClient first (their close(): a "
+                  "WorkerClient finished by finish() or a with block stays open until closed, one dropped without "
+                  "finish() until exit)");
             h.close();
           },
           "Frees the session's communicator (MPI_Comm_free: collective, so at the same point on every rank; the GIL "
