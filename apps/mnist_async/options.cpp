@@ -109,20 +109,7 @@ namespace {
 void refuse_without_effect(const po::variables_map& vm, const Config& c) {
   using app_cli::refuse_without;
   const std::string& opt = c.optimizer.name;
-  refuse_without(vm, "checkpoint", c.eval_only,
-                 "--eval_only (it names the checkpoint to evaluate; training resumes from one with --restart_from)");
-  refuse_without(vm, "gpu_kernels", c.device != "cpu", "--device gpu or auto");
-  refuse_without(vm, "gpu_eager", c.device != "cpu", "--device gpu or auto");
-  refuse_without(vm, "gpu_eager", !c.eval_only, "training (--eval_only runs no training step to replay)");
-  refuse_without(vm, "eval_target", c.eval_every > 0, "--eval_every (the snapshots it is measured on)");
-  refuse_without(vm, "momentum", opt == "momentum", "--optimizer momentum");
-  refuse_without(vm, "momentum_correction", opt == "momentum", "--optimizer momentum");
-  refuse_without(vm, "momentum_correction", c.library.mode != asyncps::Mode::Sync,
-                 "--mode async or ssp (a sync round's updates have no staleness to correct)");
-  refuse_without(vm, "beta1", opt == "adam", "--optimizer adam");
-  refuse_without(vm, "beta2", opt == "adam", "--optimizer adam");
-  refuse_without(vm, "epsilon", opt == "adam" || opt == "adagrad", "--optimizer adam or adagrad");
-  refuse_without(vm, "initial_accumulator", opt == "adagrad", "--optimizer adagrad");
+  // first: a training flag with --eval_only is refused as such, not for what else it would need
   if (c.eval_only) {  // it reads a checkpoint and the data, evaluates and exports: the rest is training's
     static constexpr std::string_view kUsed[] = {"config",   "eval_only", "checkpoint",  "logdir",       "data_dir",
                                                  "device",   "gpu_kernels", "export_dir", "stall_timeout"};
@@ -132,6 +119,19 @@ void refuse_without_effect(const po::variables_map& vm, const Config& c) {
                                    " has no effect with --eval_only (it evaluates one checkpoint and trains nothing" +
                                    (flag == "restart_from" ? "; --checkpoint names the checkpoint to evaluate)" : ")"));
   }
+  refuse_without(vm, "checkpoint", c.eval_only,
+                 "--eval_only (it names the checkpoint to evaluate; training resumes from one with --restart_from)");
+  refuse_without(vm, "gpu_kernels", c.device != "cpu", "--device gpu or auto");
+  refuse_without(vm, "gpu_eager", c.device != "cpu", "--device gpu or auto");
+  refuse_without(vm, "eval_target", c.eval_every > 0, "--eval_every (the snapshots it is measured on)");
+  refuse_without(vm, "momentum", opt == "momentum", "--optimizer momentum");
+  refuse_without(vm, "momentum_correction", opt == "momentum", "--optimizer momentum");
+  refuse_without(vm, "momentum_correction", c.library.mode != asyncps::Mode::Sync,
+                 "--mode async or ssp (a sync round's updates have no staleness to correct)");
+  refuse_without(vm, "beta1", opt == "adam", "--optimizer adam");
+  refuse_without(vm, "beta2", opt == "adam", "--optimizer adam");
+  refuse_without(vm, "epsilon", opt == "adam" || opt == "adagrad", "--optimizer adam or adagrad");
+  refuse_without(vm, "initial_accumulator", opt == "adagrad", "--optimizer adagrad");
 }
 
 }  // namespace

@@ -81,7 +81,8 @@ def refuse_bad_args(args):
     same flags, so every rank refuses it, before any collective)."""
     finite = lambda v: v == v and abs(v) != float("inf")  # noqa: E731
     problems = [
-        (args.batch < 1, f"--batch must be positive, got {args.batch}"),
+        (not 1 <= args.batch <= 55000, f"--batch must be in [1, 55000] (the training set), got {args.batch}"),
+        (args.seed < 0, f"--seed must be non-negative, got {args.seed}"),
         (not (finite(args.learning_rate) and args.learning_rate > 0),
          f"--learning_rate must be positive and finite, got {args.learning_rate}"),
         (not (finite(args.momentum) and 0 <= args.momentum < 1), f"--momentum must be in [0, 1), got {args.momentum}"),

@@ -172,13 +172,13 @@ class ModuleArena:
         if self._event is None:
             self._event = _torch.cuda.Event()  # (no timing)
         self._event.record(stream)
-        while not self._event.query():
-            try:
+        try:
+            while not self._event.query():
                 while_waiting()
-            except BaseException:
-                self._event.synchronize()  # (what is queued may still write the host buffers)
-                raise
-            _os.sched_yield()
+                _os.sched_yield()
+        except BaseException:  # (fn's, or a KeyboardInterrupt anywhere in the loop)
+            self._event.synchronize()  # what is queued may still write the host buffers
+            raise
 
     def _to_host(self, host, device, while_waiting=None):
         host.copy_(device, non_blocking=self.pinned)
@@ -421,7 +421,9 @@ class AsyncOptimizer(_torch.optim.Optimizer):
         self._update_host_tensor = _host_buffer(n, pin=self.arena.pinned)[0] if self.arena.mirrored else None
         self._update_host = None if self._update_host_tensor is None else self._update_host_tensor.numpy()
         # weight prediction: the parameters pulled, and the update this worker last pushed
-        self._predicts = weight_prediction or (momentum_correction == "predict" and any(self._mu))
+        # (never in sync: a round's parameters do not move while it computes, nothing to predict)
+        self._predicts = self.session.mode != "sync" and (
+            weight_prediction or (momentum_correction == "predict" and any(self._mu)))
         self._pulled = _torch.empty(n, dtype=_torch.float32, device=dev) if self._predicts else None
         self._pushed = _torch.empty(n, dtype=_torch.float32, device=dev) if self._predicts else None
         self._have_pushed, self._ahead = False, False

@@ -148,6 +148,16 @@ if not opt.is_server:
         net.weight.grad += 1.0
         opt.step()
     opt.finish()
+# ... and in sync, where nothing is predicted (a round's parameters do not move), momentum with
+# the default correction takes a closure
+net = model()
+opt = AO(torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.5), net, steps=3, exit_servers=False, mode="sync")
+if not opt.is_server:
+    while not opt.done:
+        opt.zero_grad()
+        net.weight.grad += 1.0
+        check(float(opt.step(lambda: torch.ones(()))) == 1.0, "sync: step(closure) with momentum runs the closure")
+    opt.finish()
 
 # ---- a NaN gradient: the wrapped optimizer does not step, its momentum stays, the update is not pushed
 # (each worker's own local step 2 is NaN; the busier worker takes at least 8 of the 16 steps)
