@@ -63,8 +63,7 @@ int run_worker(const Config& config, asyncps::Session& session) {
   if (config.verbose)  // the instruction-set level of the CPU kernels (the model's on cpu, the updates' on either)
     std::printf("worker %d: backend %s, cpu kernels: %s\n", roles.worker_index(), backend->name(),
                 asyncps::nn::cpu_kernel_levels().c_str());
-  std::optional<MetricsLog> metrics;
-  if (chief) metrics.emplace(config.logdir);
+  std::optional<MetricsLog> metrics;  // (opened once the job has the directory: below)
   asyncps::mnist::Batcher batcher(data.train, config.batch_size, static_cast<std::uint64_t>(config.seed) * 1000003u + static_cast<std::uint64_t>(roles.worker_index()));
 
   const std::size_t n = session.layout().size();
@@ -80,6 +79,9 @@ int run_worker(const Config& config, asyncps::Session& session) {
   asyncps::WorkerClient client(session);  // the transport
   asyncps::StepLoop step_loop(client);     // the mode, the non-finite guard, staleness
   asyncps::ShadowStore shadow_store(client);  // the chief's EMA, kept on the servers for checkpoints
+  // the chief's metrics.jsonl and event file, only now: a job refused at the start (the directory
+  // held by another job, a checkpoint it cannot restore) leaves nothing of its own there
+  if (chief) metrics.emplace(config.logdir);
   // the transport's operations in flight (the last push; with --overlap the next claim and pull)
   // move while a GPU computes the step (the CPU backend, computing on this thread, never calls it)
   backend->set_while_computing([&client] { client.progress(); });

@@ -3,8 +3,8 @@
 # The checkpoint directory as a trusted place:
 #  1. a run that does not restore (--no_restore, --restart_from an older one) moves the earlier
 #     run's files it would overwrite aside, byte for byte, instead of overwriting them;
-#  2. a second job on a directory in use is refused at once, naming the holder; the first job
-#     goes on; once the holder is gone (killed) the next job takes the directory and resumes;
+#  2. a second job on a directory in use is refused at once, naming the holder, and leaves no
+#     file of its own there (no second event file); the first job goes on; once the holder is gone (killed) the next job takes the directory and resumes;
 #  3. a FIFO or a symbolic link in place of a shard makes that checkpoint unusable at once (never
 #     a wait, never a read outside the directory): the older one is restored, or --restart_from
 #     fails; a FIFO named like the newest index is skipped.
@@ -55,8 +55,10 @@ timeout -k 2 120 "${mpirun[@]}" -np 2 "$job" "${common[@]}" --logdir "$log2" --t
   >"$work/holder.out" 2>&1 &
 holder=$!
 for _ in $(seq 1 100); do grep -q "training steps" "$work/holder.out" 2>/dev/null && break; sleep 0.1; done
+files_before=$(ls "$log2")
 quick_fail second_job "asyncps: $log2 is in use by another job \(pid [0-9]+ on .* since .*\)" \
   -np 2 "$job" "${common[@]}" --logdir "$log2" --training_steps 10
+[ "$files_before" = "$(ls "$log2")" ] || fail "the refused job left files in the holder's directory: $(ls "$log2")"
 kill -0 $holder 2>/dev/null || fail "the first job did not survive the second one's refusal"
 kill -9 $(pgrep -f "$job --data_dir $data --train_limit 10000 --save_secs 0 --logdir $log2") 2>/dev/null
 wait $holder 2>/dev/null
