@@ -29,6 +29,7 @@ the job with one 'asyncps: --device cuda: ...' line.
 """
 import argparse
 import json
+import math
 import os
 import sys
 import time
@@ -79,7 +80,7 @@ def pick_device(kind, servers):
 def refuse_bad_args(args):
     """Ends the job with one 'asyncps:' line on a value the run cannot use (every rank parses the
     same flags, so every rank refuses it, before any collective)."""
-    finite = lambda v: v == v and abs(v) != float("inf")  # noqa: E731
+    finite = math.isfinite
     problems = [
         (not 1 <= args.batch <= 55000, f"--batch must be in [1, 55000] (the training set), got {args.batch}"),
         (args.seed < 0, f"--seed must be non-negative, got {args.seed}"),

@@ -87,6 +87,7 @@ if s2.is_server:
     snap = ps.snapshot()  # the final shard: serve() has freed the windows
     step = ps.global_step
     job = ps.job_staleness
+    skipped = ps.job_nonfinite  # (no worker pushed a non-finite update)
     snap[:] += 0  # (a copy of its own: writable)
     quick(lambda: ps.close(), "closing a served server")
     del ps
@@ -94,6 +95,7 @@ if s2.is_server:
     check(np.array_equal(early, init), "the snapshot before serve()")
     check(np.array_equal(snap, init + 2 * 1.0), f"the snapshot after serve(), after the server is gone: {snap[:3]}")
     check(step == 0 and isinstance(job, dict), f"global_step after serve(): {step}")
+    check(skipped == 0, f"job_nonfinite after serve(): {skipped}")
 else:
     w = asyncps.WorkerClient(s2)
     MPI.COMM_WORLD.Barrier()
