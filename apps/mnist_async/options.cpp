@@ -22,6 +22,7 @@
 #include "flag_effect.h"
 #include "asyncps/error.h"
 #include "asyncps/session.h"
+#include "nn/gpu/gpu_backend.h"  // parse_gpu_kernels, gpu_kernels_choices (CUDA-free)
 
 namespace po = boost::program_options;
 
@@ -55,8 +56,11 @@ void validate(const Config& c) {
           "--moving_average_correction must be trend or none, got '" + c.moving_average_correction + "'");
   require(c.device == "cpu" || c.device == "gpu" || c.device == "auto",
           "--device must be cpu, gpu or auto, got '" + c.device + "'");
-  require(c.gpu_kernels == "fused" || c.gpu_kernels == "cudnn",
-          "--gpu_kernels must be fused or cudnn, got '" + c.gpu_kernels + "'");
+  try {  // (the CNN library's one list of the names; CUDA-free)
+    asyncps::nn::parse_gpu_kernels(c.gpu_kernels);
+  } catch (const asyncps::nn::Error&) {
+    require(false, "--gpu_kernels must be " + std::string(asyncps::nn::gpu_kernels_choices()) + ", got '" + c.gpu_kernels + "'");
+  }
   require(std::isfinite(c.save_summaries_secs) && c.save_summaries_secs >= 0 && c.save_summaries_secs <= 1e9,
           "--save_summaries_secs must be in [0, 1e9], got " + show(c.save_summaries_secs));
   require(c.log_every > 0, "--log_every must be positive, got " + std::to_string(c.log_every));

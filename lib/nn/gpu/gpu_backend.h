@@ -42,8 +42,10 @@ struct GpuOptions {
 // or when a CUDA/cuDNN/cuBLAS call fails (what() names the call, the status string and file:line).
 std::unique_ptr<Backend> make_gpu_backend(int max_batch, int device = 0, GpuOptions options = {});
 
-// "fused" / "cudnn"; parse_gpu_kernels throws nn::Error naming the choices on anything else.
+// "fused" / "cudnn"; parse_gpu_kernels throws nn::Error naming the choices (gpu_kernels_choices(),
+// "fused or cudnn") on anything else. The one list of the names: a new GpuKernels is added here.
 const char* gpu_kernels_name(GpuKernels k) noexcept;
+const char* gpu_kernels_choices() noexcept;
 GpuKernels parse_gpu_kernels(const std::string& name);
 
 }  // namespace asyncps::nn
