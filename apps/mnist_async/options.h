@@ -16,7 +16,7 @@ namespace mnist_async {
 // The app's own flags, and in `library` every option of the library its flags set (bound to
 // them: the defaults, ranges and choice names are the library's, asyncps/session.h and
 // option_choices.h). --logdir also sets library.checkpoint.dir, --no_restore clears
-// library.checkpoint.restore; Options::chunk_bytes has no flag (the default).
+// library.checkpoint.restore.
 struct Config {
   int batch_size = 128;
   double learning_rate = 0.01;
