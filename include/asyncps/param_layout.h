@@ -71,6 +71,13 @@ struct TableSpec {
   std::string share_rows_with{};
 };
 
+// The TableSpec fields a RowOptimizer takes that the others do not, by name: Sgd none, Adagrad
+// {"initial_accumulator"}, Ftrl {"ftrl_l1", "ftrl_l2", "ftrl_beta"}. add_table can only refuse
+// another optimizer's field set away from its default; a program that knows which fields its
+// user gave (a keyword, a flag) asks here to refuse any of them that the chosen optimizer would
+// ignore. An empty list for a value that is no RowOptimizer.
+std::vector<std::string> row_optimizer_fields(RowOptimizer optimizer);
+
 struct TableInfo {
   std::string name;
   TableSpec spec;

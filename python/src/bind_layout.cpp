@@ -1,5 +1,9 @@
 // defines: asyncps_python::bind_layout (asyncps.Layout, TensorInfo, TableInfo, the checkpoint functions)
 #include <pybind11/numpy.h>
+#include <algorithm>
+#include <string>
+#include <utility>
+#include <vector>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 #include <pybind11/stl/filesystem.h>
@@ -129,7 +133,23 @@ void bind_layout(py::module_& m) {
             spec.init_scale = float32_arg(init_scale, call, "init_scale");
             const std::int64_t sd = int64_arg(seed, call, "seed");
             spec.seed = static_cast<std::uint64_t>(sd);  // (any 64 bits: -1 is 2**64 - 1)
-            if (!initial_accumulator.is_none())  // (None: the default, which every optimizer takes)
+            // A keyword given (not None) that the optimizer does not take would do nothing, whatever
+            // its value (add_table itself can only see one set away from its default): refused.
+            const std::vector<std::string> own = asyncps::row_optimizer_fields(spec.optimizer);
+            for (const auto& [key, given] : {std::pair{"initial_accumulator", &initial_accumulator},
+                                              std::pair{"ftrl_l1", &ftrl_l1}, std::pair{"ftrl_l2", &ftrl_l2},
+                                              std::pair{"ftrl_beta", &ftrl_beta}}) {
+              if (given->is_none() || std::find(own.begin(), own.end(), key) != own.end()) continue;
+              std::string owner;
+              for (const auto& c : asyncps::choices(asyncps::RowOptimizer{})) {
+                const auto f = asyncps::row_optimizer_fields(c.value);
+                if (std::find(f.begin(), f.end(), key) != f.end()) owner = c.name;
+              }
+              throw asyncps::ConfigError("asyncps: Layout.add_table: table '" + n + "': " + key + " is for optimizer='" + owner +
+                                         "': it does nothing for optimizer='" + asyncps::name_of(spec.optimizer) +
+                                         "' rows");
+            }
+            if (!initial_accumulator.is_none())  // (None: the default)
               spec.initial_accumulator = float32_arg(initial_accumulator, call, "initial_accumulator");
             if (!ftrl_l1.is_none()) spec.ftrl_l1 = float32_arg(ftrl_l1, call, "ftrl_l1");
             if (!ftrl_l2.is_none()) spec.ftrl_l2 = float32_arg(ftrl_l2, call, "ftrl_l2");
@@ -145,7 +165,7 @@ void bind_layout(py::module_& m) {
           "few rows at a time (asyncps.EmbeddingTable); it is not part of the arena (size). optimizer: 'sgd' or "
           "'adagrad' (one accumulator per row on the servers, initial_accumulator to start with; default 0.1) or 'ftrl' "
           "(FTRL-Proximal per coordinate, z and n beside the row; ftrl_l1, ftrl_l2 >= 0, default 0; ftrl_beta > 0, "
-          "default 1; learning rate -scale). A field of another optimizer is refused. Rows start uniform "
+          "default 1; learning rate -scale). A field of another optimizer, given with any value, is refused. Rows start uniform "
           "in [-init_scale, init_scale], a function of seed, the name, row and column. share_rows_with: the name of an "
           "earlier table with the same rows whose keys this one shares; row r of both is stored side by side, so that "
           "an asyncps.EmbeddingGroup moves them in one operation per run. ConfigError for an invalid or repeated name, "

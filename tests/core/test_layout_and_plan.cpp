@@ -151,6 +151,11 @@ TEST_CASE("tables: declared apart from the arena, refused when out of range, par
   CHECK_THROWS_WITH(l.add_table("z", {.rows = 5, .dim = 2, .ftrl_beta = 2}), Catch::Contains("ftrl_beta is FTRL's: it does nothing for SGD rows"));
   CHECK_THROWS_WITH(l.add_table("z", {.rows = 5, .dim = 2, .initial_accumulator = 1}),
                     Catch::Contains("initial_accumulator is Adagrad's: it does nothing for SGD rows"));
+  // each optimizer's own fields, by name (what a program that knows its user's keywords asks)
+  CHECK(row_optimizer_fields(RowOptimizer::Sgd).empty());
+  CHECK(row_optimizer_fields(RowOptimizer::Adagrad) == std::vector<std::string>{"initial_accumulator"});
+  CHECK(row_optimizer_fields(RowOptimizer::Ftrl) == std::vector<std::string>{"ftrl_l1", "ftrl_l2", "ftrl_beta"});
+  CHECK(row_optimizer_fields(static_cast<RowOptimizer>(7)).empty());
   CHECK_THROWS_WITH(l.add_table("z", {.rows = 5, .dim = 2, .optimizer = static_cast<RowOptimizer>(7)}),
                     Catch::Contains("unknown RowOptimizer"));
   CHECK_THROWS_WITH(l.add_table("a/b", {.rows = 5, .dim = 2}), Catch::Contains("table name"));

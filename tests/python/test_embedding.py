@@ -108,10 +108,20 @@ refused(asyncps.ConfigError, lambda: L().add_table("t", 10, 2, optimizer="ftrl",
         "add_table(ftrl_l2=nan)")
 refused(asyncps.ConfigError, lambda: L().add_table("t", 10, 2, optimizer="ftrl", ftrl_beta=0.0), "ftrl_beta must be",
         "add_table(ftrl_beta=0)")
-refused(asyncps.ConfigError, lambda: L().add_table("t", 10, 2, ftrl_l2=0.5), "ftrl_l2 is FTRL's: it does nothing for SGD rows",
-        "add_table(optimizer='sgd', ftrl_l2=0.5)")
+refused(asyncps.ConfigError, lambda: L().add_table("t", 10, 2, ftrl_l2=0.5),
+        "ftrl_l2 is for optimizer='ftrl': it does nothing for optimizer='sgd' rows", "add_table(optimizer='sgd', ftrl_l2=0.5)")
 refused(asyncps.ConfigError, lambda: L().add_table("t", 10, 2, optimizer="ftrl", initial_accumulator=0.5),
-        "initial_accumulator is Adagrad's", "add_table(optimizer='ftrl', initial_accumulator=0.5)")
+        "initial_accumulator is for optimizer='adagrad'", "add_table(optimizer='ftrl', initial_accumulator=0.5)")
+# ... whatever the value: another optimizer's keyword at its default value does nothing too
+# (the layout alone cannot tell it from no keyword; the binding can)
+refused(asyncps.ConfigError, lambda: L().add_table("t", 10, 2, initial_accumulator=0.1),
+        "initial_accumulator is for optimizer='adagrad': it does nothing for optimizer='sgd' rows",
+        "add_table(optimizer='sgd', initial_accumulator=0.1 (its default))")
+refused(asyncps.ConfigError, lambda: L().add_table("t", 10, 2, optimizer="adagrad", ftrl_beta=1.0),
+        "ftrl_beta is for optimizer='ftrl': it does nothing for optimizer='adagrad' rows",
+        "add_table(optimizer='adagrad', ftrl_beta=1.0 (its default))")
+refused(asyncps.ConfigError, lambda: L().add_table("t", 10, 2, optimizer="ftrl", ftrl_l1=0.0, initial_accumulator=0.1),
+        "initial_accumulator is for optimizer='adagrad'", "add_table(optimizer='ftrl', ..., initial_accumulator=0.1)")
 refused(TypeError, lambda: L().add_table("t", 10, 2, optimizer="ftrl", ftrl_l1="x"), "ftrl_l1 must be a number",
         "add_table(ftrl_l1='x')")
 _fl = L()

@@ -1,4 +1,4 @@
-// defines: ParamLayout
+// defines: ParamLayout, row_optimizer_fields
 #include "asyncps/param_layout.h"
 
 #include <cmath>
@@ -9,6 +9,13 @@
 #include "core/row_rule.h"
 
 namespace asyncps {
+
+std::vector<std::string> row_optimizer_fields(RowOptimizer optimizer) {
+  std::vector<std::string> names;
+  if (const detail::RowRule* rule = detail::find_row_rule(optimizer))
+    for (const detail::SpecField& f : rule->fields()) names.emplace_back(f.name);
+  return names;
+}
 
 int TableInfo::stride() const noexcept { return spec.dim + state_width(); }
 std::vector<RowStateBlock> TableInfo::state_blocks() const { return detail::row_rule(spec.optimizer).state(spec.dim); }
