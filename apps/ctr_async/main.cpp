@@ -61,13 +61,15 @@ int run_server(const Config& c, asyncps::Session& session) {
 int run_worker(const Config& c, asyncps::Session& session) {
   const asyncps::Roles& roles = session.roles();
   const bool chief = roles.is_chief(), talk = chief || c.verbose;
-  // the chief's curves for TensorBoard, in --logdir (a new event file per run)
-  std::optional<asyncps::SummaryWriter> summaries;
-  if (chief && !c.logdir.empty()) summaries.emplace(c.logdir);
   const ModelShape shape = c.shape();
   const asyncps::ParamLayout& layout = session.layout();
   const ClickLog log(c.data);
   asyncps::WorkerClient client(session);
+  // the chief's curves for TensorBoard, in --logdir (a new event file per run), opened only once
+  // the job has the directory (the WorkerClient met the servers, server 0 holding its lock and
+  // having restored from it): a job refused at the start leaves nothing in another job's logdir
+  std::optional<asyncps::SummaryWriter> summaries;
+  if (chief && !c.logdir.empty()) summaries.emplace(c.logdir);
   asyncps::StepLoop steps(client);
   asyncps::EmbeddingTable wide(client, "wide");
   std::optional<asyncps::EmbeddingTable> deep;
@@ -140,10 +142,12 @@ int run_worker(const Config& c, asyncps::Session& session) {
     }
     ++local;
     if (talk && local % c.log_every == 0) {
+      // the job's global steps once this step is taken (where its push landed), as mnist_async
+      // counts them: s->global_step is the claimed step's index, one less
+      const std::int64_t taken = landed.applied ? landed.global_step : s->global_step + 1;
       std::printf("After %lld training steps (%lld global steps), log-loss on training batch is %.4f. (%.3f sec/batch)\n",
-                  static_cast<long long>(local), static_cast<long long>(s->global_step), loss,
-                  since(last_log) / c.log_every);
-      if (summaries) summaries->add_scalars({{"loss", loss}}, s->global_step);
+                  static_cast<long long>(local), static_cast<long long>(taken), loss, since(last_log) / c.log_every);
+      if (summaries) summaries->add_scalars({{"loss", loss}}, taken);
       last_log = Clock::now();
       std::fflush(stdout);
     }
@@ -196,6 +200,7 @@ int run_worker(const Config& c, asyncps::Session& session) {
     print_result(global, global - first_global, c.batch_size, roles.num_workers(), seconds, c.test_examples, *e);
     if (summaries)
       summaries->add_scalars({{"auc", e->auc}, {"log_loss", e->log_loss},
+                              {"samples_per_sec", static_cast<double>(global - first_global) * c.batch_size / seconds},
                               {"operations_per_step", static_cast<double>(ops.runs) /
                                                           static_cast<double>(std::max<std::int64_t>(local, 1))}},
                              global);

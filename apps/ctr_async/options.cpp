@@ -182,7 +182,14 @@ std::optional<Config> parse_config(int argc, char** argv, bool print_help) {
     throw asyncps::ConfigError(std::string("bad command line: ") + e.what() + " (see --help)");
   }
   // flags given that this run would not use
+  app_cli::refuse_empty_values(vm);
+  if (!c.dump_data.empty())  // it writes the streams and exits: what trains, serves or evaluates does nothing
+    app_cli::refuse_unused(vm, {"dump_data", "dump_examples", "dump_workers", "rows", "test_examples", "vocab", "zipf", "seed"},
+                           "--dump_data (it writes the click streams and exits: it trains nothing)");
   using app_cli::refuse_without;
+  for (const char* f : {"separate_tables", "prefetch"})  // (the tables' rows are the ranks' own there)
+    refuse_without(vm, f, !c.allreduce, "the servers' tables (--allreduce all-reduces the whole tables instead)");
+  refuse_without(vm, "verbose", !c.allreduce, "the servers (--allreduce logs from rank 0 only)");
   refuse_without(vm, "dim", c.model == "wide_deep", "--model wide_deep (lr has no embeddings)");
   refuse_without(vm, "hidden", c.model == "wide_deep", "--model wide_deep (lr has no hidden layer)");
   refuse_without(vm, "separate_tables", c.model == "wide_deep", "--model wide_deep (lr has one table)");

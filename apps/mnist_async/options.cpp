@@ -261,6 +261,7 @@ std::optional<Config> parse_config(int argc, char** argv, bool print_help) {
   } catch (const po::error& e) {
     throw asyncps::ConfigError(std::string("bad command line: ") + e.what() + " (see --help)");
   }
+  app_cli::refuse_empty_values(vm);
   refuse_without_effect(vm, c);
   if (app_cli::given(vm, "gpu_eager")) c.gpu_flag_given = "--gpu_eager";
   else if (app_cli::given(vm, "gpu_kernels")) c.gpu_flag_given = "--gpu_kernels " + c.gpu_kernels;

@@ -7,7 +7,8 @@
 #     file of its own there (no second event file); the first job goes on; once the holder is gone (killed) the next job takes the directory and resumes;
 #  3. a FIFO or a symbolic link in place of a shard makes that checkpoint unusable at once (never
 #     a wait, never a read outside the directory): the older one is restored, or --restart_from
-#     fails; a FIFO named like the newest index is skipped.
+#     fails; a FIFO named like the newest index is skipped;
+#  4. an empty path is refused, never read as the flag left out (--export_dir '' exported nothing).
 set -u
 job=$1; data=$2; work=$3
 rm -rf "$work" && mkdir -p "$work"
@@ -83,4 +84,7 @@ run fifo_index -np 3 "$job" "${common[@]}" --logdir "$work/fifo_index" --ps 2 --
 grep -q "skipping damaged checkpoint: .*ckpt-999.index: not a regular file" "$work/fifo_index.out" || fail "the FIFO index was not skipped"
 grep -q "restored .*ckpt-150.index" "$work/fifo_index.out" || fail "the FIFO index: the valid checkpoint was not restored"
 [ "$before" = "$(cd "$log" && md5sum ckpt-1* | sort)" ] || fail "the original checkpoint files changed"
+for flag in --export_dir --timeline --restart_from; do
+  quick_fail "empty${flag#-}" "^asyncps: $flag must not be empty" -np 2 "$job" "${common[@]}" --logdir "$work/empty" "$flag" ""
+done
 echo PASS
