@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """A click-through model in PyTorch whose embedding tables live on the parameter servers.
 
-    PYTHONPATH=build/python mpirun -np 3 /usr/bin/python3 apps/python/ctr_torch.py
+    PYTHONPATH=build/python mpirun -np 3 --hostfile hostfiles/localhost /usr/bin/python3 apps/python/ctr_torch.py
     scripts/netns-mpirun.sh -np 3 --map-by node -x PYTHONPATH=$PWD/build/python \\
         /usr/bin/python3 $PWD/apps/python/ctr_torch.py            # across the simulated hosts
 
@@ -14,8 +14,8 @@ pushes only their gradients. The MLP is a ModuleArena (pulled and pushed whole, 
 mnist_torch.py. Labels come from a planted logistic model (seeded), so the best AUC is known: at the
 end the chief prints the held-out AUC beside the planted model's, the log-loss, and samples/s.
 """
-import argparse
 import json
+import math
 import sys
 import time
 
@@ -25,6 +25,7 @@ import torch.nn.functional as F
 
 import asyncps
 import asyncps.torch
+import example_cli  # (beside this file)
 
 FIELDS, DENSE = 26, 13
 
@@ -63,6 +64,8 @@ def auc(scores, labels):
         i = j + 1
     pos = labels > 0.5
     n_pos, n_neg = pos.sum(), (~pos).sum()
+    if n_pos == 0 or n_neg == 0:
+        return float("nan")  # (one class only: no pair to rank)
     return float((ranks[pos].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
 
 
@@ -79,8 +82,33 @@ class Deep(torch.nn.Module):
         return (self.mlp(torch.cat([bag, dense], dim=1)) + self.linear(dense)).squeeze(1)
 
 
+def refuse_bad_args(args):
+    """Ends the job with one 'asyncps:' line on every rank on a value the run cannot use (as
+    ctr_async refuses it), before any collective."""
+    finite = math.isfinite
+    example_cli.refuse([
+        (not 1 <= args.steps <= 1 << 50, f"--steps must be in [1, 2^50], got {args.steps}"),
+        (not 1 <= args.batch <= 65536, f"--batch must be in [1, 65536], got {args.batch}"),
+        (not 1 <= args.rows <= 1 << 36, f"--rows must be in [1, 2^36], got {args.rows}"),
+        (not 1 <= args.dim <= 1024, f"--dim must be in [1, 1024], got {args.dim}"),
+        (not 1 <= args.hidden <= 4096, f"--hidden must be in [1, 4096], got {args.hidden}"),
+        (not 1 <= args.vocab <= 1 << 22, f"--vocab must be in [1, 2^22] (the planted model holds 26 x vocab weights), "
+                                         f"got {args.vocab}"),
+        (not (finite(args.table_lr) and args.table_lr > 0), f"--table_lr must be positive and finite, got {args.table_lr}"),
+        (not (finite(args.learning_rate) and args.learning_rate > 0),
+         f"--learning_rate must be positive and finite, got {args.learning_rate}"),
+        (not 1 <= args.test_examples <= 100_000_000, f"--test_examples must be in [1, 1e8], got {args.test_examples}"),
+        (args.ps < 1, f"--ps must be at least 1, got {args.ps}"),
+        (args.seed < 0, f"--seed must be non-negative, got {args.seed}"),
+        (args.log_every < 1, f"--log_every must be positive, got {args.log_every}"),
+        (args.logdir == "", "--logdir must not be empty (leave the flag out for none)"),
+    ])
+    if args.logdir:
+        example_cli.refuse([example_cli.writable_dir(args.logdir, "--logdir")])
+
+
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = example_cli.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--steps", type=int, default=600, help="global steps to train")
     ap.add_argument("--batch", type=int, default=256)
     ap.add_argument("--rows", type=int, default=1 << 20, help="rows of each table (ids are hashed into them)")
@@ -95,10 +123,11 @@ def main():
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--log_every", type=int, default=50, help="the chief logs every N local steps")
     ap.add_argument("--json", action="store_true", help="the chief also prints one JSON line")
-    ap.add_argument("--logdir", default="", help="the chief's TensorBoard scalars (tensorboard --logdir): log-loss "
+    ap.add_argument("--logdir", default=None, help="the chief's TensorBoard scalars (tensorboard --logdir): log-loss "
                                                  "every --log_every steps; AUC, test log-loss, samples/s and table "
                                                  "operations per step at the end")
     args = ap.parse_args()
+    refuse_bad_args(args)
     torch.set_num_threads(1)
 
     deep_net = Deep(args.dim, args.hidden, args.seed)
@@ -106,7 +135,8 @@ def main():
     layout = arena.layout
     layout.add_table("wide", args.rows, 1, optimizer="adagrad", init_scale=0.0, seed=args.seed)
     layout.add_table("deep", args.rows, args.dim, optimizer="adagrad", init_scale=0.05, seed=args.seed)
-    session = asyncps.Session(layout, num_servers=args.ps, mode=args.mode)
+    with example_cli.one_line({"Options::num_servers": "--ps", "Options::mode": "--mode"}):
+        session = asyncps.Session(layout, num_servers=args.ps, mode=args.mode)
     if session.is_server:
         asyncps.ParameterServer(session, arena.params).serve()  # (fills the tables' rows first)
         return 0
@@ -129,13 +159,16 @@ def main():
             loss.backward()
             wide.push(-args.table_lr)  # the rows this batch touched, each once
             deep.push(-args.table_lr)
-            w.end_step(arena.grads, -args.learning_rate)
+            end = w.end_step(arena.grads, -args.learning_rate)
             local += 1
             if session.is_chief and local % args.log_every == 0:
-                print(f"After {local} training steps ({step.global_step} global steps), log-loss on training batch is "
+                # the job's global steps once this one is taken (where its push landed), as ctr_async
+                # and mnist_async count them: step.global_step is the claimed step's index, one less
+                taken = end.global_step if end.applied else step.global_step + 1
+                print(f"After {local} training steps ({taken} global steps), log-loss on training batch is "
                       f"{float(loss):.6f}.", flush=True)
                 if summaries:
-                    summaries.add_scalar("loss", float(loss), step.global_step)
+                    summaries.add_scalar("loss", float(loss), taken)
         w.drain()  # no worker updates any more: the tables and the MLP are final
         wall = time.perf_counter() - t0
         if session.is_chief:

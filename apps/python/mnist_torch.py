@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """The TF1 tutorial's MNIST CNN in PyTorch, trained through asyncps (the Python binding).
 
-    PYTHONPATH=build/python mpirun -np 3 /usr/bin/python3 apps/python/mnist_torch.py
+    PYTHONPATH=build/python mpirun -np 3 --hostfile hostfiles/localhost /usr/bin/python3 apps/python/mnist_torch.py
     scripts/netns-mpirun.sh -np 3 --map-by node -x PYTHONPATH=$PWD/build/python \\
         /usr/bin/python3 $PWD/apps/python/mnist_torch.py          # across the simulated hosts
 
@@ -27,7 +27,6 @@ update back, one copy each per step. The serving ranks (known from OMPI_COMM_WOR
 PMIX_RANK or SLURM_PROCID) keep their copy on the CPU; a worker where torch sees no CUDA device ends
 the job with one 'asyncps: --device cuda: ...' line.
 """
-import argparse
 import json
 import math
 import os
@@ -40,6 +39,7 @@ import torch.nn.functional as F
 
 import asyncps
 import asyncps.torch
+import example_cli  # (this directory: one-line refusals)
 from tutorial_mnist import accuracy, build_model, load_mnist, lr_at  # the model, data and schedule (this directory)
 
 
@@ -94,13 +94,14 @@ def refuse_bad_args(args):
         (args.no_restore and not args.logdir, "--no_restore has no effect without --logdir (nothing is restored)"),
         (not os.path.isdir(args.data_dir), f"--data_dir {args.data_dir}: not a directory (make data fetches MNIST)"),
     ]
-    for bad, why in problems:
-        if bad:
-            asyncps.abort_job(why, 2)
+    problems.append((args.logdir == "", "--logdir must not be empty (leave the flag out for none)"))
+    example_cli.refuse(problems)
+    if args.logdir:
+        example_cli.refuse([example_cli.writable_dir(args.logdir, "--logdir")])
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = example_cli.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data_dir", default=os.path.join(os.path.dirname(__file__), "..", "..", "data", "mnist"))
     ap.add_argument("--steps", type=int, default=1000, help="global steps to train")
     ap.add_argument("--batch", type=int, default=128)
@@ -113,7 +114,7 @@ def main():
     ap.add_argument("--ps", type=int, default=1, help="parameter-server ranks")
     ap.add_argument("--mode", default="async", choices=asyncps.MODES)
     ap.add_argument("--staleness", type=int, default=0)
-    ap.add_argument("--logdir", default="", help="checkpoints go here (and a restart resumes from them), and the "
+    ap.add_argument("--logdir", default=None, help="checkpoints go here (and a restart resumes from them), and the "
                                                  "chief's TensorBoard scalars (tensorboard --logdir)")
     ap.add_argument("--save_secs", type=float, default=60)
     ap.add_argument("--no_restore", action="store_true")
@@ -132,9 +133,11 @@ def main():
     # The optimizer line: a torch.optim optimizer, wrapped. The wrapper makes the Session, and on
     # the serving ranks serves the parameters until the job ends (exit_servers=False: it returns there).
     opt = torch.optim.SGD(net.parameters(), lr=args.learning_rate, momentum=args.momentum)
-    opt = asyncps.torch.AsyncOptimizer(opt, net, steps=args.steps, exit_servers=False, num_servers=args.ps,
-                                       mode=args.mode, staleness=args.staleness, checkpoint_dir=args.logdir or None,
-                                       save_secs=args.save_secs, restore=not args.no_restore)
+    with example_cli.one_line({"Options::num_servers": "--ps", "Options::mode": "--mode", "Options::staleness": "--staleness",
+                               "Options::checkpoint.save_secs": "--save_secs", "Options::checkpoint.dir": "--logdir"}):
+        opt = asyncps.torch.AsyncOptimizer(opt, net, steps=args.steps, exit_servers=False, num_servers=args.ps,
+                                           mode=args.mode, staleness=args.staleness, checkpoint_dir=args.logdir or None,
+                                           save_secs=args.save_secs, restore=not args.no_restore)
     if opt.is_server:
         server = opt.server
         if opt.session.rank == 0 and server.saved_checkpoint:
