@@ -103,6 +103,21 @@ std::string with_flag_names(std::string_view library_message) {
   return app_cli::with_names(library_message, names);
 }
 
+namespace {
+
+// An unsigned setting read as a signed number, so that a negative value is refused rather than
+// wrapped (--seed -1 was the seed 2^64 - 1, --rows -1 was refused as 18446744073709551615).
+po::typed_value<std::int64_t>* non_negative(std::uint64_t& field, const char* flag) {
+  return po::value<std::int64_t>()
+      ->default_value(static_cast<std::int64_t>(field))
+      ->notifier([&field, flag](std::int64_t v) {
+        if (v < 0) throw asyncps::ConfigError(std::string("--") + flag + " must be a non-negative integer, got " + std::to_string(v));
+        field = static_cast<std::uint64_t>(v);
+      });
+}
+
+}  // namespace
+
 std::optional<Config> parse_config(int argc, char** argv, bool print_help) {
   Config c;
   asyncps::Options& lib = c.library;
@@ -113,7 +128,7 @@ std::optional<Config> parse_config(int argc, char** argv, bool print_help) {
   general.add_options()
     ("help,h", "print this help and exit")
     ("model", po::value(&c.model)->default_value(c.model), "lr (hashed logistic regression) | wide_deep")
-    ("rows", po::value(&c.rows)->default_value(c.rows), "rows of each embedding table (ids are hashed into them)")
+    ("rows", non_negative(c.rows, "rows"), "rows of each embedding table (ids are hashed into them)")
     ("dim", po::value(&c.dim)->default_value(c.dim), "wide_deep: floats per embedding row")
     ("hidden", po::value(&c.hidden)->default_value(c.hidden), "wide_deep: hidden units of the deep part")
     ("optimizer", po::value(&c.optimizer)->default_value(c.optimizer),
@@ -130,9 +145,9 @@ std::optional<Config> parse_config(int argc, char** argv, bool print_help) {
     ("ftrl_beta", po::value(&c.ftrl_beta)->default_value(c.ftrl_beta), "--optimizer ftrl: beta in (beta + sqrt(n)) / alpha")
     ("training_steps", po::value(&c.training_steps)->default_value(c.training_steps), "global steps to train")
     ("test_examples", po::value(&c.test_examples)->default_value(c.test_examples), "held-out examples the chief evaluates at the end")
-    ("vocab", po::value(&c.data.vocab)->default_value(c.data.vocab), "ids per categorical field (26 fields, 13 dense features)")
+    ("vocab", non_negative(c.data.vocab, "vocab"), "ids per categorical field (26 fields, 13 dense features)")
     ("zipf", po::value(&c.data.zipf)->default_value(c.data.zipf), "ids per field follow P(k) ~ (k + 1)^-zipf")
-    ("seed", po::value(&c.data.seed)->default_value(c.data.seed), "seed of the data, the planted model and the initial weights")
+    ("seed", non_negative(c.data.seed, "seed"), "seed of the data, the planted model and the initial weights")
     ("log_every", po::value(&c.log_every)->default_value(c.log_every), "the chief logs every N local steps")
     ("verbose,v", po::bool_switch(&c.verbose), "every worker logs, not only the chief")
     ("logdir", po::value(&c.logdir)->notifier([&lib](const std::string& d) { lib.checkpoint.dir = d; }),

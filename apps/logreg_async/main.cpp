@@ -15,6 +15,7 @@
 #include <mpi.h>
 
 #include <chrono>
+#include <cerrno>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -33,43 +34,87 @@ struct Config {
   asyncps::Options ps;
   std::int64_t steps = 2000;
   int batch_size = 32;
-  double learning_rate = 0.2;
-  double min_accuracy = 0.85;
+  double learning_rate = 0.2;  // > 0
+  double min_accuracy = 0.85;  // in [0, 1]
   int log_every = 200;
   logreg::BlobSpec blobs;
 };
 
-double to_number(const std::string& flag, const char* text) {
-  char* end = nullptr;
-  const double v = std::strtod(text, &end);
-  if (end == text || *end != '\0' || !std::isfinite(v))
-    throw asyncps::ConfigError(flag + " must be a finite number, got '" + text + "'");
-  return v;
+// Every flag once, with its type and range: parsed strictly (an integer flag takes an integer,
+// "1.5" and "1e12" are refused, not cast), and the --help text made from the same rows.
+struct Flag {
+  const char* name;
+  const char* help;
+  std::int64_t* integer = nullptr;  // exactly one of the two
+  double* real = nullptr;
+  double min = 0, max = 0;  // the accepted range, both ends included
+};
+
+std::string show(double v) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%g", v);
+  return b;
 }
 
-Config parse(int argc, char** argv) {
-  Config c;
-  for (int i = 1; i < argc; i += 2) {
-    const std::string flag = argv[i];
-    if (i + 1 >= argc) throw asyncps::ConfigError(flag + ": missing value");
-    const double v = to_number(flag, argv[i + 1]);
-    if (flag == "--ps") c.ps.num_servers = static_cast<int>(v);
-    else if (flag == "--steps") c.steps = static_cast<std::int64_t>(v);
-    else if (flag == "--batch_size") c.batch_size = static_cast<int>(v);
-    else if (flag == "--learning_rate") c.learning_rate = v;
-    else if (flag == "--min_accuracy") c.min_accuracy = v;
-    else if (flag == "--log_every") c.log_every = static_cast<int>(v);
-    else if (flag == "--seed") c.blobs.seed = static_cast<std::uint64_t>(v);
-    else if (flag == "--noise") c.blobs.noise = v;
-    else if (flag == "--classes") c.blobs.classes = static_cast<int>(v);
-    else if (flag == "--features") c.blobs.features = static_cast<int>(v);
-    else throw asyncps::ConfigError("unknown flag '" + flag + "'");
+// Returns false after printing the help (--help, -h).
+bool parse(int argc, char** argv, Config& c, bool print_help) {
+  // read as 64-bit integers, then narrowed once in range
+  std::int64_t ps = c.ps.num_servers, batch = c.batch_size, log_every = c.log_every,
+               seed = static_cast<std::int64_t>(c.blobs.seed), classes = c.blobs.classes, features = c.blobs.features;
+  const Flag flags[] = {
+      {"ps", "parameter-server ranks (the rest are workers)", &ps, nullptr, 1, 1 << 20},
+      {"steps", "global steps (updates) to train", &c.steps, nullptr, 1, 1125899906842624.0 /* 2^50 */},
+      {"batch_size", "examples per worker step", &batch, nullptr, 1, 65536},
+      {"learning_rate", "the first step's learning rate (it halves over the run)", nullptr, &c.learning_rate, 1e-30, 1e30},
+      {"min_accuracy", "the job exits 1 when the test accuracy ends below this", nullptr, &c.min_accuracy, 0, 1},
+      {"log_every", "the chief logs every N of its steps", &log_every, nullptr, 1, 1e15},
+      {"seed", "seed of the blobs and the batches", &seed, nullptr, 0, 9.2e18},
+      {"noise", "the blobs' spread around their centres", nullptr, &c.blobs.noise, 0, 1e6},
+      {"classes", "classes (blobs)", &classes, nullptr, 2, 1000},
+      {"features", "features per example", &features, nullptr, 1, 10000},
+  };
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--help" || arg == "-h") {
+      if (print_help) {
+        std::printf("logreg_async: multinomial logistic regression on synthetic Gaussian blobs, trained by async SGD "
+                    "on libasyncps.\nRun it as: mpirun -np 3 logreg_async [flags]  (ranks [0, ps) serve, the rest "
+                    "are workers)\n\n");
+        for (const Flag& f : flags)
+          std::printf("  --%-15s %s (default %s)\n", f.name, f.help,
+                      f.integer ? std::to_string(*f.integer).c_str() : show(*f.real).c_str());
+      }
+      return false;
+    }
+    const Flag* flag = nullptr;
+    for (const Flag& f : flags)
+      if (arg == std::string("--") + f.name) flag = &f;
+    if (!flag) throw asyncps::ConfigError("unknown flag '" + arg + "' (see --help)");
+    if (i + 1 >= argc) throw asyncps::ConfigError(arg + ": missing value");
+    const char* text = argv[++i];
+    char* end = nullptr;
+    errno = 0;
+    if (flag->integer) {
+      const long long v = std::strtoll(text, &end, 10);
+      if (end == text || *end != '\0' || errno == ERANGE || v < flag->min || static_cast<double>(v) > flag->max)
+        throw asyncps::ConfigError(arg + " must be an integer in [" + std::to_string(static_cast<long long>(flag->min)) +
+                                   ", " + std::to_string(static_cast<long long>(flag->max)) + "], got '" + text + "'");
+      *flag->integer = v;
+    } else {
+      const double v = std::strtod(text, &end);
+      if (end == text || *end != '\0' || !std::isfinite(v) || v < flag->min || v > flag->max)
+        throw asyncps::ConfigError(arg + " must be a number in [" + show(flag->min) + ", " + show(flag->max) + "], got '" +
+                                   text + "'");
+      *flag->real = v;
+    }
   }
-  if (c.steps < 1) throw asyncps::ConfigError("--steps must be positive");
-  if (c.batch_size < 1) throw asyncps::ConfigError("--batch_size must be positive");
-  if (!(c.learning_rate > 0)) throw asyncps::ConfigError("--learning_rate must be positive");
-  if (c.log_every < 1) throw asyncps::ConfigError("--log_every must be positive");
-  return c;
+  c.ps.num_servers = static_cast<int>(ps);
+  c.batch_size = static_cast<int>(batch);
+  c.log_every = static_cast<int>(log_every);
+  c.blobs.seed = static_cast<std::uint64_t>(seed);
+  c.blobs.classes = static_cast<int>(classes);
+  c.blobs.features = static_cast<int>(features);
+  return true;
 }
 
 // The worker loop. Returns true when the job converged (chief only; others return true).
@@ -122,7 +167,10 @@ int main(int argc, char** argv) {
   asyncps::MpiEnvironment mpi(&argc, &argv);
   int failed = 0;
   try {
-    const Config cfg = parse(argc, argv);
+    int rank = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    Config cfg;
+    if (!parse(argc, argv, cfg, /*print_help=*/rank == 0)) return 0;  // --help
     int size = 0;
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     if (size < 2) throw asyncps::ConfigError("needs at least 2 MPI ranks (1 server + 1 worker), got 1");
