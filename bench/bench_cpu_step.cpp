@@ -13,6 +13,7 @@
 // What is timed differs a little: loss_and_grad here (forward, loss, backward), a training step
 // in torch_mnist.py (the same plus gathering the batch and the SGD update, both small).
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -177,13 +178,18 @@ int main(int argc, char** argv) {
       const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
       return compare(argc, argv, n > 0 ? std::string(self, static_cast<std::size_t>(n)) : std::string(argv[0]));
     }
-    const int batch = argc > 1 ? std::atoi(argv[1]) : 128;
-    const double seconds = argc > 2 ? std::atof(argv[2]) : 2.0;
-    if (batch <= 0 || seconds <= 0) {
-      std::fprintf(stderr, "asyncps: bench_cpu_step: batch and seconds must be positive (usage: bench_cpu_step [batch] [seconds] | --compare ...)\n");
+    // [batch] [seconds], each checked whole (atoi read "nan" as 0 and "1e9" as 1)
+    char* end = nullptr;
+    const long long batch = argc > 1 ? std::strtoll(argv[1], &end, 10) : 128;
+    const bool batch_ok = argc <= 1 || (end != argv[1] && *end == '\0' && batch >= 1 && batch <= 65536);
+    const double seconds = argc > 2 ? std::strtod(argv[2], &end) : 2.0;
+    const bool seconds_ok = argc <= 2 || (end != argv[2] && *end == '\0' && std::isfinite(seconds) && seconds >= 0.01 && seconds <= 86400);
+    if (!batch_ok || !seconds_ok || argc > 3) {
+      std::fprintf(stderr, "asyncps: bench_cpu_step: batch must be a whole number in [1, 65536] and seconds a number in "
+                           "[0.01, 86400] (usage: bench_cpu_step [batch] [seconds] | --compare ...)\n");
       return 2;
     }
-    return single(batch, seconds);
+    return single(static_cast<int>(batch), seconds);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "asyncps: %s\n", e.what());
     return 1;

@@ -40,6 +40,7 @@
 #include <vector>
 
 #include "asyncps/asyncps.h"
+#include "bench_args.h"
 
 namespace {
 
@@ -222,27 +223,32 @@ double mbps(std::size_t bytes, double us) { return us > 0 ? bytes / us : 0.0; } 
 int main(int argc, char** argv) {
   asyncps::MpiEnvironment mpi(&argc, &argv);
   try {
-    std::size_t min_bytes = 4, max_bytes = 64u << 20;
-    std::string csv, json;
-    asyncps::Options options;
-    for (int i = 1; i + 1 < argc; i += 2) {
-      const std::string a = argv[i];
-      if (a == "--min_bytes") min_bytes = std::stoull(argv[i + 1]);
-      else if (a == "--max_bytes") max_bytes = std::stoull(argv[i + 1]);
-      else if (a == "--csv") csv = argv[i + 1];
-      else if (a == "--json") json = argv[i + 1];
-      else if (a == "--ps") options.num_servers = std::stoi(argv[i + 1]);
-      else if (a == "--chunk_bytes") options.chunk_bytes = std::stoull(argv[i + 1]);
-      else if (a == "--server_poll_us") options.server_poll_us = std::stoi(argv[i + 1]);
-      else if (a == "--timeline") options.timeline = argv[i + 1];  // its cost: compare bestep with and without
-      else if (a == "--server_spin_us") options.server_spin_us = std::stoi(argv[i + 1]);
-      else if (a == "--server_progress") {
-        const std::string v = argv[i + 1];
-        if (v != "auto" && v != "poll" && v != "wake") throw asyncps::ConfigError("bench_push_pull: --server_progress auto|poll|wake");
-        options.server_progress = v == "poll" ? asyncps::ServerProgress::Poll
-                                  : v == "wake" ? asyncps::ServerProgress::Wake : asyncps::ServerProgress::Auto;
-      } else throw asyncps::ConfigError("bench_push_pull: unknown option " + a);
+    const bench::Args args("bench_push_pull", argc, argv,
+                           {"--min_bytes", "--max_bytes", "--csv", "--json", "--ps", "--chunk_bytes", "--server_poll_us",
+                            "--timeline", "--server_spin_us", "--server_progress"});
+    const auto min_bytes = static_cast<std::size_t>(args.integer("--min_bytes", 4, 4, std::int64_t{1} << 32));
+    const auto max_bytes = static_cast<std::size_t>(args.integer("--max_bytes", 64 << 20, 4, std::int64_t{1} << 32));
+    if (min_bytes > max_bytes) throw asyncps::ConfigError("bench_push_pull: --min_bytes is above --max_bytes");
+    const std::string csv = args.text("--csv", ""), json = args.text("--json", "");
+    for (const std::string& out : {csv, json}) {  // fail now, not after the whole run
+      if (out.empty()) continue;
+      std::FILE* probe = std::fopen(out.c_str(), "a");
+      if (!probe) throw asyncps::ConfigError("bench_push_pull: cannot write " + out);
+      std::fclose(probe);
     }
+    asyncps::Options options;  // (the library's own checks apply when the Session is made)
+    options.num_servers = static_cast<int>(args.integer("--ps", 1, 1, 1 << 20));
+    options.chunk_bytes = static_cast<std::size_t>(args.integer("--chunk_bytes", static_cast<std::int64_t>(options.chunk_bytes), 1,
+                                                                std::int64_t{1} << 40));
+    options.server_poll_us = static_cast<int>(args.integer("--server_poll_us", options.server_poll_us, -1, 1000000));
+    options.server_spin_us = static_cast<int>(args.integer("--server_spin_us", options.server_spin_us, 0, 1000000));
+    options.timeline = args.text("--timeline", "");  // its cost: compare bestep with and without
+    const std::string progress = args.text("--server_progress", "auto");
+    if (progress != "auto" && progress != "poll" && progress != "wake")
+      throw asyncps::ConfigError("bench_push_pull: --server_progress auto|poll|wake");
+    options.server_progress = progress == "poll"   ? asyncps::ServerProgress::Poll
+                              : progress == "wake" ? asyncps::ServerProgress::Wake
+                                                   : asyncps::ServerProgress::Auto;
     if (options.num_servers != 1) throw asyncps::ConfigError("bench_push_pull: the raw-MPI part needs --ps 1");
     int rank = 0, size = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);

@@ -18,6 +18,7 @@
 
 #include "asyncps/param_layout.h"
 #include "asyncps/roles.h"
+#include "bench_args.h"
 #include "clicks.h"
 #include "asyncps_internal/core/rows.h"  // (the library's row hash: what EmbeddingTable::row_of computes)
 
@@ -25,18 +26,16 @@ int main(int argc, char** argv) {
   int servers = 4, batches = 200, batch = 256;
   std::uint64_t rows = std::uint64_t{1} << 22;
   ctr_async::ClickConfig cc;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string a = argv[i];
-    if (a == "--servers") servers = std::atoi(argv[i + 1]);
-    else if (a == "--rows") rows = std::strtoull(argv[i + 1], nullptr, 10);
-    else if (a == "--batches") batches = std::atoi(argv[i + 1]);
-    else if (a == "--batch") batch = std::atoi(argv[i + 1]);
-    else if (a == "--zipf") cc.zipf = std::atof(argv[i + 1]);
-    else if (a == "--vocab") cc.vocab = std::strtoull(argv[i + 1], nullptr, 10);
-    else { std::fprintf(stderr, "bench_row_balance: unknown option %s\n", a.c_str()); return 2; }
-  }
-  if (servers < 1 || rows < 1 || batches < 1 || batch < 1 || !(cc.zipf > 1)) {
-    std::fprintf(stderr, "bench_row_balance: bad arguments\n");
+  try {
+    const bench::Args args("bench_row_balance", argc, argv, {"--servers", "--rows", "--batches", "--batch", "--zipf", "--vocab"});
+    servers = static_cast<int>(args.integer("--servers", servers, 1, 4096));
+    rows = static_cast<std::uint64_t>(args.integer("--rows", static_cast<std::int64_t>(rows), 1, std::int64_t{1} << 36));
+    batches = static_cast<int>(args.integer("--batches", batches, 1, 1000000));
+    batch = static_cast<int>(args.integer("--batch", batch, 1, 65536));
+    cc.zipf = args.real("--zipf", cc.zipf, 1.000001, 10);
+    cc.vocab = static_cast<std::uint64_t>(args.integer("--vocab", static_cast<std::int64_t>(cc.vocab), 1, std::int64_t{1} << 32));
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "asyncps: %s\n", e.what());
     return 2;
   }
   asyncps::ParamLayout layout;

@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "asyncps/asyncps.h"
+#include "bench_args.h"
 #include "net_counters.h"
 
 namespace {
@@ -83,23 +84,13 @@ std::string host_name() {
 int main(int argc, char** argv) {
   asyncps::MpiEnvironment mpi(&argc, &argv);
   try {
-    std::size_t bytes = 36392;
-    double seconds = 3;
-    int compute_us = 0;
-    std::string json, label;
+    const bench::Args args("bench_scaling", argc, argv, {"--bytes", "--ps", "--seconds", "--compute_us", "--json", "--label"});
+    const auto bytes = static_cast<std::size_t>(args.integer("--bytes", 36392, 4, std::int64_t{1} << 36));
+    const double seconds = args.real("--seconds", 3, 0.01, 86400);
+    const int compute_us = static_cast<int>(args.integer("--compute_us", 0, 0, 10000000));
+    const std::string json = args.text("--json", ""), label = args.text("--label", "");
     asyncps::Options options;
-    for (int i = 1; i < argc; i += 2) {
-      const std::string a = argv[i];
-      if (i + 1 >= argc) throw asyncps::ConfigError("bench_scaling: " + a + " needs a value");
-      const std::string v = argv[i + 1];
-      if (a == "--bytes") bytes = std::stoull(v);
-      else if (a == "--ps") options.num_servers = std::stoi(v);
-      else if (a == "--seconds") seconds = std::stod(v);
-      else if (a == "--compute_us") compute_us = std::stoi(v);
-      else if (a == "--json") json = v;
-      else if (a == "--label") label = v;
-      else throw asyncps::ConfigError("bench_scaling: unknown option " + a);
-    }
+    options.num_servers = static_cast<int>(args.integer("--ps", 1, 1, 1 << 20));
     int rank = 0, size = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
