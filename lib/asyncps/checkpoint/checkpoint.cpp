@@ -20,8 +20,8 @@ constexpr std::size_t kMaxFileNameBytes = 255;  // NAME_MAX on every common file
 CheckpointData read_checkpoint(const std::filesystem::path& index_file, const ParamLayout& layout) {
   const detail::Index index = detail::read_index(index_file, /*follow_links=*/true);  // a path the caller named
   if (index.layout_hash != layout.hash() || index.arena != layout.size())
-    throw CheckpointError(index_file.string() + ": written for another model (" + std::to_string(index.arena) +
-                          " floats, layout hash differs); this model has " + std::to_string(layout.size()) + " floats");
+    throw CheckpointError(index_file.string() + ": written for another model (" +
+                          detail::another_model(index.arena, layout.size()) + ")");
   CheckpointData out;
   out.global_step = index.step;
   out.num_servers = static_cast<int>(index.num_servers);

@@ -577,6 +577,14 @@ std::string read_index_bytes(const fs::path& file, bool follow_links) {
 
 Index read_index(const fs::path& file, bool follow_links) { return parse_index(read_index_bytes(file, follow_links), file); }
 
+std::string another_model(std::uint64_t index_floats, std::size_t model_floats) {
+  if (index_floats != model_floats)
+    return std::to_string(index_floats) + " floats; this model has " + std::to_string(model_floats);
+  return "the same " + std::to_string(model_floats) +
+         " floats, but other tensors or tables: their names, shapes or order, or a table's rows, dim, row optimizer, "
+         "its settings or seed";
+}
+
 Index parse_index(const std::string& data, const fs::path& file) {
   try {
     Reader r(data, file);

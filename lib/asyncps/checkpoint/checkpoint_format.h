@@ -129,6 +129,10 @@ Index read_index(const fs::path& file, bool follow_links = false);
 Index parse_index(const std::string& bytes, const fs::path& file);
 // An index file's bytes, unparsed (the same checks as read_index: regular, at most kMaxIndexBytes).
 std::string read_index_bytes(const fs::path& file, bool follow_links = false);
+// What differs in an index of another model, for "written for another model (...)": the sizes,
+// or where they agree, that the tensors or tables do ("9098 floats; this model has 9099", "the
+// same 27599 floats, but other tensors or tables: ...").
+std::string another_model(std::uint64_t index_floats, std::size_t model_floats);
 
 // Removes this session's own checkpoint files beyond the newest `keep`: server 0 the index files
 // of the steps in `indexed`, every server its shard files (plain and final, every generation) of the steps in

@@ -111,9 +111,8 @@ Candidates find_candidates(const CheckpointOptions& co, const ParamLayout& layou
         std::string bytes = read ? read(p, follow) : read_index_bytes(p, follow);
         const Index idx = parse_index(bytes, p);
         if (idx.layout_hash != layout.hash() || idx.arena != layout.size()) {
-          out.fatal = p.string() + ": written for another model (" + std::to_string(idx.arena) +
-                      " floats, layout hash differs from this model's " + std::to_string(layout.size()) +
-                      " floats); use another Options::checkpoint.dir or Options::checkpoint.restart_from";
+          out.fatal = p.string() + ": written for another model (" + another_model(idx.arena, layout.size()) +
+                      "); use another Options::checkpoint.dir or Options::checkpoint.restart_from";
           break;
         }
         out.items.push_back(p.string());

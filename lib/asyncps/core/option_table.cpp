@@ -312,7 +312,8 @@ const OptionInfo kOptions[] = {
     // the checkpoint options: every rank takes part in the restore and the saves (one message)
     row<&Options::checkpoint, &CheckpointOptions::keep>(
         "keep", "Options::checkpoint.keep", "checkpoint", RankAgreement::Checkpoint,
-        "newest checkpoints kept (the final one among them)",
+        "newest checkpoints this run keeps, the final one among them (each server also keeps its shard of the one "
+        "before, whose index is gone; files an earlier run wrote are never deleted)",
         [](O o) {
           const int keep = o.checkpoint.keep;
           if (keep < 1 || keep > limits::kMaxCheckpointsKept)
