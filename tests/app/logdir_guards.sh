@@ -8,7 +8,11 @@
 #  3. a FIFO or a symbolic link in place of a shard makes that checkpoint unusable at once (never
 #     a wait, never a read outside the directory): the older one is restored, or --restart_from
 #     fails; a FIFO named like the newest index is skipped;
-#  4. an empty path is refused, never read as the flag left out (--export_dir '' exported nothing).
+#  4. an empty path is refused, never read as the flag left out (--export_dir '' exported nothing);
+#  5. two runs that move files aside in the same second never share a folder: with every
+#     earlier-run-<time> of the next minute already holding a file of the same name, the files
+#     go to earlier-run-<time>-2 and what the others held is untouched (a restart loop lost
+#     checkpoints so).
 set -u
 job=$1; data=$2; work=$3
 rm -rf "$work" && mkdir -p "$work"
@@ -84,6 +88,16 @@ run fifo_index -np 3 "$job" "${common[@]}" --logdir "$work/fifo_index" --ps 2 --
 grep -q "skipping damaged checkpoint: .*ckpt-999.index: not a regular file" "$work/fifo_index.out" || fail "the FIFO index was not skipped"
 grep -q "restored .*ckpt-150.index" "$work/fifo_index.out" || fail "the FIFO index: the valid checkpoint was not restored"
 [ "$before" = "$(cd "$log" && md5sum ckpt-1* | sort)" ] || fail "the original checkpoint files changed"
+same=$work/same_second
+run same_first -np 2 "$job" "${common[@]}" --logdir "$same" --training_steps 100
+for s in $(seq 0 59); do
+  taken="$same/earlier-run-$(date -u -d "+$s sec" +%Y%m%dT%H%M%SZ)"
+  mkdir -p "$taken" && echo "another run's" >"$taken/ckpt-100.index"
+done
+run same_second -np 2 "$job" "${common[@]}" --logdir "$same" --training_steps 50 --no_restore
+[ "$(cat "$same"/earlier-run-*Z/ckpt-100.index | sort -u)" = "another run's" ] ||
+  fail "5: a folder of another run's files was written into"
+ls "$same"/earlier-run-*Z-2/ckpt-100.index >/dev/null 2>&1 || fail "5: the earlier run's index is not in an earlier-run-<time>-2 folder"
 for flag in --export_dir --timeline --restart_from; do
   quick_fail "empty${flag#-}" "^asyncps: $flag must not be empty" -np 2 "$job" "${common[@]}" --logdir "$work/empty" "$flag" ""
 done

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstring>
 #include <ctime>
+#include <system_error>
 #include <thread>
 #include <utility>
 
@@ -62,7 +63,13 @@ void move_earlier_run(const JobFacts& job, std::int64_t after_step) {
     std::tm tm{};
     ::gmtime_r(&now, &tm);
     std::strftime(when, sizeof when, "%Y%m%dT%H%M%SZ", &tm);
-    archive = (co.dir / ("earlier-run-" + std::string(when))).string();
+    // a folder of its own: two runs in the same second (a restart loop) must not share one,
+    // where the second's move would replace the first's files
+    const std::string base = "earlier-run-" + std::string(when);
+    std::string name = base;
+    std::error_code ec;
+    for (int n = 2; fs::exists(co.dir / name, ec) && n < 1000000; ++n) name = base + "-" + std::to_string(n);
+    archive = (co.dir / name).string();
   }
   bcast_string(job.comm(), archive);
   long long moved = 0, failed = 0;
@@ -71,7 +78,11 @@ void move_earlier_run(const JobFacts& job, std::int64_t after_step) {
       for (const auto& f : files_past(co.dir, after_step, roles.rank, roles.num_servers)) {
         std::error_code ec;
         fs::create_directories(archive, ec);
-        if (!ec) fs::rename(f, fs::path(archive) / f.filename(), ec);
+        // never replace a file already there (rename would): on a host where the folder
+        // rank 0 found free is not, the move fails and the job is refused, nothing lost
+        const fs::path target = fs::path(archive) / f.filename();
+        if (!ec && fs::exists(target, ec)) ec = std::make_error_code(std::errc::file_exists);
+        if (!ec) fs::rename(f, target, ec);
         if (ec) {
           ++failed;
           problem = f.string() + ": " + ec.message();
