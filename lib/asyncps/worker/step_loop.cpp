@@ -19,8 +19,13 @@ std::optional<StepStart> StepLoop::begin_step(std::span<float> params, std::int6
   WorkerTransport::check_limit(limit, "StepLoop::begin_step");
   t.check_updating("StepLoop::begin_step");
   t.end_compute();
+  if (mode_->step_open)
+    throw Error("StepLoop::begin_step before end_step of the step the last begin_step returned (its update would be "
+                "lost): end each step first");
   t.halt_if_terminated();
-  return mode_->begin(params, limit);
+  std::optional<StepStart> begun = mode_->begin(params, limit);
+  mode_->step_open = begun.has_value();
+  return begun;
 }
 
 StepEnd StepLoop::end_step(std::span<const float> grad, float scale) {
@@ -28,7 +33,9 @@ StepEnd StepLoop::end_step(std::span<const float> grad, float scale) {
   t.enter("StepLoop::end_step");
   t.check_size(grad.size(), "StepLoop::end_step");
   WorkerTransport::check_scale(scale, "StepLoop::end_step");
+  if (!mode_->step_open) throw Error("StepLoop::end_step without a begin_step that returned a step");
   t.end_compute();
+  mode_->step_open = false;
   return mode_->end(grad, scale);
 }
 

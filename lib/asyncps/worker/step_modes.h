@@ -31,6 +31,11 @@ class StepMode : public WorkerLayer {
   virtual StepEnd end(std::span<const float> grad, float scale) = 0;
   void settle() override {}
   WorkerTransport& transport() noexcept { return t_; }
+  // A step begin returned and end has not ended yet (the worker's, as the mode is: a second
+  // StepLoop sees it). StepLoop refuses an end_step without one and a begin_step with one, in
+  // every mode: sync had no check (an end_step first joined a round it had not waited for, and
+  // the job hung), and a second begin_step lost the claimed step's update.
+  bool step_open = false;
 
  protected:
   // The global step has reached `limit`, a worker asked for a halt, or (sync, where a worker
