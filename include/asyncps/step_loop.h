@@ -58,7 +58,9 @@ class StepLoop {
 
   // Returns nothing once the global step has reached `limit` (or a worker halted, or a rank
   // received SIGTERM: this is where a worker notices its own); in
-  // async/ssp the step it returns is already this worker's, so end_step always lands.
+  // async/ssp the step it returns is already this worker's, so end_step always lands. The two
+  // alternate, in every mode: begin_step again before the step it returned is ended, or end_step
+  // without such a step, is an Error naming the call (nothing is sent).
   std::optional<StepStart> begin_step(std::span<float> params, std::int64_t limit);
   // A gradient holding NaN or Inf (or a scale*grad that overflows) is never pushed (sync: this
   // worker adds nothing to the round); it is counted in stats().nonfinite and still spends its
