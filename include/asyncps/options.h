@@ -77,7 +77,8 @@ struct Options {
   ServerProgress server_progress = ServerProgress::Auto;
   // The longest a server sleeps between entries into MPI. -1 (auto): chosen by the Session,
   // long where a poll only serves the clock and the heartbeats, short where every worker's
-  // operation waits for it (the cases: docs/ARCHITECTURE.md "Server progress").
+  // operation waits for it (the cases: docs/ARCHITECTURE.md "Server progress"). Unless the
+  // server is woken (Wake), at most the heartbeat interval, min(1 s, stall_timeout / 4).
   int server_poll_us = -1;
   int server_spin_us = 0;
   // Workers, when the transport needs the target (Wake): spin this long on an outstanding
@@ -85,7 +86,7 @@ struct Options {
   int wait_spin_us = 50;
   // The longest a waiting worker sleeps between looks at its operations, in microseconds, where
   // it sleeps (Wake). -1 (auto): 100 where a rank on its node answers over shared memory (which
-  // wakes no socket), else 1000.
+  // wakes no socket), else 1000. At most the heartbeat interval, min(1 s, stall_timeout / 4).
   int wait_max_sleep_us = -1;
   // Non-empty: every rank records its spans (pull, compute, push, waits, server activity,
   // saves) and rank 0 writes them here at the end as Chrome trace-event JSON (Perfetto).

@@ -126,3 +126,33 @@ TEST_CASE("a waiting worker's longest sleep: -1 or in [0, 1000000], and not besi
   CHECK_THROWS_WITH(set_option(o, *find_option("wait_max_sleep_us"), "1e3"),
                     "Options::wait_max_sleep_us must be an integer that fits an int, got '1e3'");
 }
+
+TEST_CASE("a server's poll and a worker's sleep may not outlast the heartbeat interval", "[option-table]") {
+  // stall_timeout 2 s: heartbeats every 0.5 s, so a sleep of more than 500000 us would have the
+  // sleeping rank named stalled (a woken server's sleeps end at each tick: its poll is free)
+  Options o;
+  o.stall_timeout = 2;
+  o.server_poll_us = 500000;
+  CHECK_NOTHROW(validate(o));
+  o.server_poll_us = 500001;
+  CHECK_THROWS_WITH(validate(o), Catch::Contains("Options::server_poll_us 500001 exceeds the heartbeat interval of "
+                                                 "Options::stall_timeout 2 (500000 microseconds)"));
+  o.server_progress = ServerProgress::Poll;
+  CHECK_THROWS_WITH(validate(o), Catch::Contains("Options::server_poll_us 500001 exceeds"));
+  o.server_progress = ServerProgress::Wake;
+  CHECK_NOTHROW(validate(o));
+  o.stall_timeout = 0;  // no stall check: any poll
+  o.server_progress = ServerProgress::Poll;
+  o.server_poll_us = 1000000;
+  CHECK_NOTHROW(validate(o));
+
+  Options w;
+  w.stall_timeout = 2;
+  w.wait_max_sleep_us = 500000;
+  CHECK_NOTHROW(validate(w));
+  w.wait_max_sleep_us = 500001;
+  CHECK_THROWS_WITH(validate(w), Catch::Contains("Options::wait_max_sleep_us 500001 exceeds the heartbeat interval"));
+  w.stall_timeout = 60;  // heartbeats every 1 s: the whole range
+  w.wait_max_sleep_us = 1000000;
+  CHECK_NOTHROW(validate(w));
+}

@@ -6,6 +6,7 @@
 // the flags; python/src/bind_session.cpp the keywords.
 #include "asyncps/option_table.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
@@ -145,6 +146,13 @@ std::string show(double v) {
 }
 bool in_range(double v, double lo, double hi) { return std::isfinite(v) && v >= lo && v <= hi; }
 std::string unless(bool ok, const std::string& message) { return ok ? std::string() : message; }
+
+// The heartbeat interval, min(1 s, stall_timeout / 4), in microseconds (diagnostics/liveness.cpp),
+// and whether a sleep of `us` microseconds (-1: chosen by the library, at most 10 ms) outlasts it.
+long beat_interval_us(const Options& o) { return std::lround(std::min(1.0, o.stall_timeout / 4) * 1e6); }
+bool sleeps_past_beats(int us, const Options& o) {
+  return std::isfinite(o.stall_timeout) && o.stall_timeout > 0 && us > beat_interval_us(o);
+}
 std::string no_nul(const std::string& text, const char* field) {  // (a path or a name the OS is given)
   return unless(text.find('\0') == std::string::npos, std::string(field) + " contains a NUL byte");
 }
@@ -248,9 +256,16 @@ const OptionInfo kOptions[] = {
         "server_poll_us", "Options::server_poll_us", "transport", RankAgreement::Free,
         "the longest a server sleeps between entries into MPI, in microseconds (-1: chosen with server_progress)",
         [](O o) {
-          return unless(o.server_poll_us >= -1 && o.server_poll_us <= 1000000,
-                        "Options::server_poll_us must be -1 (auto) or in [0, 1000000] microseconds, got " +
-                            std::to_string(o.server_poll_us));
+          if (o.server_poll_us < -1 || o.server_poll_us > 1000000)
+            return "Options::server_poll_us must be -1 (auto) or in [0, 1000000] microseconds, got " +
+                   std::to_string(o.server_poll_us);
+          // a polling server beats once a poll: a poll longer than the heartbeat interval would
+          // have it named stalled while it sleeps (a woken server's sleeps end at each tick)
+          return unless(o.server_progress == ServerProgress::Wake || !sleeps_past_beats(o.server_poll_us, o),
+                        "Options::server_poll_us " + std::to_string(o.server_poll_us) +
+                            " exceeds the heartbeat interval of Options::stall_timeout " + show(o.stall_timeout) +
+                            " (" + std::to_string(beat_interval_us(o)) +
+                            " microseconds): a polling server would be named stalled while it sleeps");
         }),
     row<&Options::server_spin_us>(
         "server_spin_us", "Options::server_spin_us", "transport", RankAgreement::Free,
@@ -277,6 +292,11 @@ const OptionInfo kOptions[] = {
           if (o.wait_max_sleep_us < -1 || o.wait_max_sleep_us > 1000000)
             return "Options::wait_max_sleep_us must be -1 (auto) or in [0, 1000000] microseconds, got " +
                    std::to_string(o.wait_max_sleep_us);
+          if (sleeps_past_beats(o.wait_max_sleep_us, o))
+            return "Options::wait_max_sleep_us " + std::to_string(o.wait_max_sleep_us) +
+                   " exceeds the heartbeat interval of Options::stall_timeout " + show(o.stall_timeout) + " (" +
+                   std::to_string(beat_interval_us(o)) +
+                   " microseconds): a waiting worker would be named stalled while it sleeps";
           return unless(o.wait_max_sleep_us == -1 || o.server_progress != ServerProgress::Poll,
                         "Options::wait_max_sleep_us has no effect with Options::server_progress Poll (a waiting "
                         "worker spins there)");

@@ -88,16 +88,19 @@ class SyncRounds final : public StepMode {
     // accum += (scale / W) * grad: the round applies the mean of the W workers' updates; NaN or
     // Inf never reaches it (stage checks what would be pushed)
     out.nonfinite = !stage(grad, scale / static_cast<float>(t_.num_workers()));
+    ++t_.stats().steps;  // (a round is one global step, each worker's included)
     if (out.nonfinite) {
       ++t_.stats().nonfinite;
     } else {
       ch_.add(Table::Accum, push_stage_.data(), push_batch_);
       complete_push();
       ch_.complete(push_batch_);  // complete at the servers before we announce our arrival
+      ++t_.stats().pushes;
     }
     if (control_.arrive() == t_.num_workers() - 1) apply_round();
+    t_.stats().push_seconds += seconds_since(t0);  // (the last to arrive applies the round)
     ++clock_;
-    t_.staleness().record(0);
+    if (!out.nonfinite) t_.staleness().record(0);  // (an update's staleness: none was pushed)
     out.applied = !out.nonfinite;
     out.global_step = begin_global_step_ + 1;
     t_.timeline().span("push (sync round)", t0, WorkerClock::now());
