@@ -19,6 +19,7 @@ class ShadowStore {
   explicit ShadowStore(WorkerClient& worker);
   // Copies `shadow` (layout().size() floats) to the servers (the first store completes before
   // the servers call the shadow valid; later ones in the background, each element whole).
+  // NaN or Inf in it: ConfigError, and nothing is stored.
   void store(std::span<const float> shadow);
   // Fills `shadow` from the servers; false if they hold none.
   bool load(std::span<float> shadow);

@@ -75,6 +75,8 @@ TEST_CASE("refused arguments never reach the arena; the temporary server frees n
     bad[kN - 1] = kNaN;  // in the last piece: nothing of the push may have left before it
     CHECK_THROWS_WITH(w.push(bad, 1.f), Catch::Contains("nothing was sent"));
     CHECK_THROWS_AS(w.push_async(bad, 1.f), ConfigError);
+    CHECK_THROWS_WITH(shadow.store(bad), Catch::Contains("ShadowStore::store: shadow holds NaN or Inf"));
+    CHECK(!shadow.load(params));  // nothing was stored: the servers hold no shadow
     std::vector<float> overflow(kN, 1.f);
     overflow[kN - 1] = 3e38f;  // finite, but 3e38 * 10 overflows float
     CHECK_THROWS_AS(w.push_async(overflow, 10.f), ConfigError);

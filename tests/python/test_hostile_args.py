@@ -182,8 +182,14 @@ refused(asyncps.ConfigError, lambda: asyncps.abort_job("x", HUGE), "does not fit
 # ---- Session: every rank passes the same hostile value. What the binding refuses is refused on
 # every rank before any MPI call; what the library refuses, on every rank by its agreement.
 S = asyncps.Session
+tables_only = asyncps.Layout()
+tables_only.add_table("t", 10, 2)
 bad_sessions = [
     (TypeError, lambda: S(5), "layout must be an asyncps.Layout"),
+    (asyncps.ConfigError, lambda: S(asyncps.Layout()), "the parameter layout is empty"),
+    (asyncps.ConfigError, lambda: S(tables_only), "has 1 embedding table(s) but no tensor"),
+    (asyncps.ConfigError, lambda: S(layout, server_progress="poll", server_poll_us=600000, stall_timeout=2),
+     "server_poll_us 600000 exceeds the heartbeat interval of Options::stall_timeout 2"),
     (TypeError, lambda: S(layout, comm=42), "mpi4py intracommunicator"),
     (TypeError, lambda: S(layout, comm=FakeComm()), "mpi4py intracommunicator"),
     (asyncps.ConfigError, lambda: S(layout, comm=MPI.COMM_NULL), "COMM_NULL"),

@@ -254,7 +254,8 @@ const OptionInfo kOptions[] = {
         }),
     row<&Options::server_poll_us>(
         "server_poll_us", "Options::server_poll_us", "transport", RankAgreement::Free,
-        "the longest a server sleeps between entries into MPI, in microseconds (-1: chosen with server_progress)",
+        "the longest a server sleeps between entries into MPI, in microseconds (-1: chosen with server_progress; "
+        "unless woken, at most the heartbeat interval min(1 s, stall_timeout / 4))",
         [](O o) {
           if (o.server_poll_us < -1 || o.server_poll_us > 1000000)
             return "Options::server_poll_us must be -1 (auto) or in [0, 1000000] microseconds, got " +
@@ -287,7 +288,7 @@ const OptionInfo kOptions[] = {
     row<&Options::wait_max_sleep_us>(
         "wait_max_sleep_us", "Options::wait_max_sleep_us", "transport", RankAgreement::Free,
         "the longest a waiting worker sleeps between looks at its operations, in microseconds, where it sleeps "
-        "(wake) (-1: 100 with shared-memory neighbours, else 1000)",
+        "(wake) (-1: 100 with shared-memory neighbours, else 1000; at most min(1 s, stall_timeout / 4))",
         [](O o) {
           if (o.wait_max_sleep_us < -1 || o.wait_max_sleep_us > 1000000)
             return "Options::wait_max_sleep_us must be -1 (auto) or in [0, 1000000] microseconds, got " +

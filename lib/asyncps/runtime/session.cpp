@@ -51,7 +51,12 @@ void agree_valid(MPI_Comm comm, const ParamLayout& layout, const Options& option
     validate(options);
     cpu_kernel_level();  // an unusable ASYNCPS_CPU_KERNELS is refused here, on the rank that has it
     detail::check_log_level_environment();  // and an ASYNCPS_LOG_LEVEL that is no level
-    if (layout.size() == 0) throw ConfigError("the parameter layout is empty: add at least one tensor");
+    if (layout.size() == 0)
+      throw ConfigError(layout.tables().empty()
+                            ? "the parameter layout is empty: add at least one tensor"
+                            : "the parameter layout has " + std::to_string(layout.tables().size()) +
+                                  " embedding table(s) but no tensor: add at least one (a model of tables "
+                                  "alone is not supported: the arena holds its dense parameters)");
     int rank = 0;
     MPI_Comm_rank(comm, &rank);
     if (rank == 0 && !options.timeline.empty()) check_timeline_dir(options.timeline);  // rank 0 writes it, at the end

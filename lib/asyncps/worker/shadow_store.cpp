@@ -33,6 +33,8 @@ void ShadowStore::store(std::span<const float> shadow) {
   detail::WorkerTransport& t = st.t;
   t.enter("ShadowStore::store");
   t.check_size(shadow.size(), "ShadowStore::store");
+  if (!detail::all_finite(shadow.data(), shadow.size()))  // (a checkpoint would keep it, a restart continue it)
+    throw ConfigError("ShadowStore::store: shadow holds NaN or Inf (nothing was stored)");
   const auto t0 = detail::WorkerClock::now();
   t.channel().complete_local(st.batch);  // the last store's copy is free again
   st.stage.assign(shadow.begin(), shadow.end());
