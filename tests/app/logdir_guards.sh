@@ -61,7 +61,7 @@ timeout -k 2 120 "${mpirun[@]}" -np 2 "$job" "${common[@]}" --logdir "$log2" --t
 holder=$!
 for _ in $(seq 1 100); do grep -q "training steps" "$work/holder.out" 2>/dev/null && break; sleep 0.1; done
 files_before=$(ls "$log2")
-quick_fail second_job "asyncps: $log2 is in use by another job \(pid [0-9]+ on .* since .*\)" \
+quick_fail second_job "asyncps: --logdir $log2 is in use by another job \(pid [0-9]+ on .* since .*\)" \
   -np 2 "$job" "${common[@]}" --logdir "$log2" --training_steps 10
 [ "$files_before" = "$(ls "$log2")" ] || fail "the refused job left files in the holder's directory: $(ls "$log2")"
 kill -0 $holder 2>/dev/null || fail "the first job did not survive the second one's refusal"

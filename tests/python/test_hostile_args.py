@@ -534,6 +534,21 @@ for name, fn in [("rank", lambda: session.rank), ("WorkerClient", lambda: asyncp
                  ("host", lambda: session.host(0))]:
     refused(ValueError, fn, "this Session is closed", f"{name} on a closed Session")
 session.close()  # (a second close does nothing)
+
+# ---- a checkpoint directory that cannot be made: every rank is refused, the option named
+blocker = os.path.join(tempfile.gettempdir(), f"asyncps-hostile-file-{os.getppid()}")
+if RANK == 0:
+    with open(blocker, "w") as f:
+        f.write("a file, not a directory\n")
+MPI.COMM_WORLD.Barrier()
+bad_dir = S(layout, num_servers=1, checkpoint_dir=os.path.join(blocker, "sub"))
+refused(asyncps.CheckpointError,
+        (lambda: asyncps.ParameterServer(bad_dir, init)) if bad_dir.is_server else (lambda: asyncps.WorkerClient(bad_dir)),
+        "Options::checkpoint.dir " + os.path.join(blocker, "sub") + ": cannot create it", "checkpoint_dir under a file")
+bad_dir.close()
+MPI.COMM_WORLD.Barrier()
+if RANK == 0:
+    os.remove(blocker)
 wcomm.Free()
 MPI.COMM_WORLD.Barrier()
 print(f"rank {RANK}: {counts['refused']} hostile calls; {'PASS' if not failures else 'FAIL: ' + '; '.join(failures)}",

@@ -98,6 +98,11 @@ if got1 is not None and "emb" in got1:  # the worker that pushed checks the fina
     check(bool(np.all(t["ada"]["accumulators"][untouched] == 0.25)), "untouched accumulators at their start")
     out = os.path.join(CKPT, "export")
     asyncps.export_checkpoint_npy(out, layout(), index[0])
+    try:  # the call that failed is named (it used to say export_npy)
+        asyncps.export_checkpoint_npy(os.path.join(out, "emb.npy", "x"), layout(), index[0])
+        check(False, "export_checkpoint_npy into a path under a file: accepted")
+    except asyncps.Error as e:
+        check("export_checkpoint_npy: " in str(e), f"export_checkpoint_npy into a path under a file: {e}")
     check(np.array_equal(np.load(os.path.join(out, "emb.npy")), t["emb"]["values"]), "emb.npy = the table")
     check(np.array_equal(np.load(os.path.join(out, "ada.accumulator.npy")), t["ada"]["accumulators"]),
           "ada.accumulator.npy = the accumulators")

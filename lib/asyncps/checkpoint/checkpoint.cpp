@@ -118,35 +118,35 @@ std::string npy_bytes(const NpyFile& f) {
 }
 
 // Checks every file name first (valid, fits a file name, no two alike), then writes them all.
-void write_npy_files(const std::filesystem::path& dir, const std::vector<NpyFile>& files) {
+void write_npy_files(const std::filesystem::path& dir, const std::vector<NpyFile>& files, const std::string& call) {
   std::vector<std::string> names;
   for (const auto& f : files) {
     const std::string stem = f.name.substr(0, f.name.size() - 4);  // (every name ends in ".npy")
     if (auto p = limits::tensor_name_problem(stem); !p.empty())
-      throw ConfigError("export_npy: a tensor or table name " + p + "; nothing exported");
+      throw ConfigError(call + ": a tensor or table name " + p + "; nothing exported");
     if (f.name.size() > kMaxFileNameBytes)
-      throw ConfigError("export_npy: '" + f.name + "' would be " + std::to_string(f.name.size()) +
+      throw ConfigError(call + ": '" + f.name + "' would be " + std::to_string(f.name.size()) +
                         " bytes, more than a file name can be (" + std::to_string(kMaxFileNameBytes) +
                         "); nothing exported");
     names.push_back(f.name);
   }
   std::sort(names.begin(), names.end());
   if (const auto dup = std::adjacent_find(names.begin(), names.end()); dup != names.end())
-    throw ConfigError("export_npy: two arrays would both be written as '" + *dup +
+    throw ConfigError(call + ": two arrays would both be written as '" + *dup +
                       "' (a tensor named like a table's accumulator); nothing exported");
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
-  if (ec) throw Error(dir.string() + ": cannot create it: " + ec.message());
+  if (ec) throw Error(call + ": " + dir.string() + ": cannot create it: " + ec.message());
   // (a temporary name of its own: "<name>.npy.tmp" could exceed a file name's length)
   for (const auto& f : files) detail::write_file_atomically(dir / f.name, npy_bytes(f), dir / ".export-npy.tmp");
 }
 
-std::vector<NpyFile> tensor_files(const ParamLayout& layout, const std::vector<float>& arena) {
-  if (arena.size() != layout.size()) throw Error("export_npy: the arena does not match the layout");
+std::vector<NpyFile> tensor_files(const ParamLayout& layout, const std::vector<float>& arena, const std::string& call) {
+  if (arena.size() != layout.size()) throw Error(call + ": the arena does not match the layout");
   std::vector<NpyFile> files;
   for (const auto& t : layout.tensors()) {
     if (t.offset > arena.size() || t.size > arena.size() - t.offset)
-      throw Error("export_npy: tensor '" + t.name + "' lies outside the arena");
+      throw Error(call + ": tensor '" + t.name + "' lies outside the arena");
     files.push_back({t.name + ".npy", t.shape, arena.data() + t.offset, t.size});
   }
   return files;
@@ -155,11 +155,11 @@ std::vector<NpyFile> tensor_files(const ParamLayout& layout, const std::vector<f
 }  // namespace
 
 void export_npy(const std::filesystem::path& dir, const ParamLayout& layout, const std::vector<float>& arena) {
-  write_npy_files(dir, tensor_files(layout, arena));
+  write_npy_files(dir, tensor_files(layout, arena, "export_npy"), "export_npy");
 }
 
 void export_checkpoint_npy(const std::filesystem::path& dir, const ParamLayout& layout, const CheckpointData& ckpt) {
-  std::vector<NpyFile> files = tensor_files(layout, ckpt.params);
+  std::vector<NpyFile> files = tensor_files(layout, ckpt.params, "export_checkpoint_npy");
   std::list<std::vector<float>> state_copies;  // (the blocks' floats, alive until written; a list: never moved)
   const auto& tables = layout.tables();
   if (ckpt.tables.size() != tables.size())
@@ -188,7 +188,7 @@ void export_checkpoint_npy(const std::filesystem::path& dir, const ParamLayout& 
       at += static_cast<std::size_t>(b.width);
     }
   }
-  write_npy_files(dir, files);
+  write_npy_files(dir, files, "export_checkpoint_npy");
 }
 
 }  // namespace asyncps

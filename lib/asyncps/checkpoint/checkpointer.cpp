@@ -222,7 +222,10 @@ RestoredShard restore_checkpoint(const JobFacts& job, DirLock* lock) {
   const ParamLayout& layout = job.layout();
   // 1. rank 0: the candidates, newest first, as (path, index bytes); damaged ones reported
   std::string fatal, payload;
-  if (lock && !co.dir.empty()) *lock = DirLock::acquire(co.dir, fatal);  // fatal: who holds it
+  if (lock && !co.dir.empty()) {
+    *lock = DirLock::acquire(co.dir, fatal);  // fatal: who holds it
+    if (!fatal.empty()) fatal = "Options::checkpoint.dir " + fatal;
+  }
   if (roles.rank == 0 && fatal.empty()) {
     Candidates c = find_candidates(co, layout);
     fatal = std::move(c.fatal);
@@ -306,7 +309,7 @@ ServerCheckpointer::ServerCheckpointer(const JobFacts& job, SessionWindows& wind
     std::error_code ec;
     fs::create_directories(job.options().checkpoint.dir, ec);
     if (ec)
-      throw ConfigError("checkpoint directory " + job.options().checkpoint.dir.string() +
+      throw ConfigError("Options::checkpoint.dir " + job.options().checkpoint.dir.string() +
                         ": cannot create it: " + ec.message());
     // the restored step's files stay (what was restored, and earlier saves of that step): a
     // save of it in this run takes a generation above theirs and never overwrites them
