@@ -81,6 +81,9 @@ class WorkerClient {
   // Claims one global step if fewer than `limit` have been taken: adds 1 and returns the new
   // value, or returns nothing (and leaves the count at its limit) once the job is complete.
   // Claim before pushing and exactly `limit` updates are applied, however many workers race.
+  // Both count the steps of a loop on the transport: with a step policy in the Options (a mode
+  // other than async, overlap, staleness_lr, dc_lambda), which only StepLoop applies, they throw
+  // ConfigError.
   std::optional<std::int64_t> claim_step(std::int64_t limit);
   // Atomic read of the global step.
   std::int64_t global_step();

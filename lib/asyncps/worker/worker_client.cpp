@@ -6,6 +6,7 @@
 
 #include "asyncps/error.h"
 #include "asyncps/mpi_environment.h"
+#include "asyncps/option_choices.h"
 #include "runtime/owner_thread.h"
 #include "worker/worker_access.h"
 #include "worker/worker_transport.h"
@@ -21,6 +22,20 @@ struct Registry {
 Registry& registry() {
   static Registry r;
   return r;
+}
+// claim_step and next_step count the steps of a loop written on the transport, which no step
+// policy touches: options that ask for one (a mode other than async, overlap, staleness-scaled
+// rates, DC-ASGD) would have no effect there. StepLoop runs them.
+void refuse_step_policy(const Options& o, const char* call) {
+  std::string what;
+  if (o.mode != Mode::Async) what = std::string("Options::mode ") + name_of(o.mode);
+  else if (o.overlap) what = "Options::overlap";
+  else if (o.staleness_lr) what = "Options::staleness_lr";
+  else if (o.dc_lambda != 0) what = "Options::dc_lambda";
+  if (!what.empty())
+    throw ConfigError(std::string(call) + ": " + what +
+                      " has no effect on a loop of claim_step or next_step (it is a step policy: write the loop "
+                      "with StepLoop's begin_step and end_step)");
 }
 }  // namespace
 
@@ -67,6 +82,7 @@ void WorkerClient::progress() { impl_->progress(); }
 
 std::int64_t WorkerClient::next_step() {
   impl_->enter("WorkerClient::next_step");
+  refuse_step_policy(impl_->options(), "WorkerClient::next_step");
   impl_->check_updating("WorkerClient::next_step");
   ++impl_->stats().steps;
   return impl_->control().add_to_step(1) + 1;
@@ -74,6 +90,7 @@ std::int64_t WorkerClient::next_step() {
 
 std::optional<std::int64_t> WorkerClient::claim_step(std::int64_t limit) {
   impl_->enter("WorkerClient::claim_step");
+  refuse_step_policy(impl_->options(), "WorkerClient::claim_step");
   detail::WorkerTransport::check_limit(limit, "WorkerClient::claim_step");
   impl_->check_updating("WorkerClient::claim_step");
   const std::int64_t mine = impl_->control().add_to_step(1) + 1;
