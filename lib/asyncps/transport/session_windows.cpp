@@ -2,6 +2,7 @@
 #include "transport/session_windows.h"
 
 #include "core/check.h"
+#include "transport/window_creation_lock.h"
 
 namespace asyncps::detail {
 
@@ -11,6 +12,7 @@ SessionWindows open_windows(const ChannelConfig& config) {
   const std::size_t shard_bytes = roles.is_server() ? config.plan->shard(roles.rank).size * sizeof(float) : 0;
   const std::size_t ctrl_bytes = roles.rank == kControlRank ? config.control_slots * sizeof(std::int64_t) : 0;
   SessionWindows w;
+  const WindowCreationLock one_session_at_a_time(comm);  // (Open MPI 4's shared-memory file names)
   w.params = Window(comm, shard_bytes, sizeof(float), "parameter");
   w.control = Window(comm, ctrl_bytes, sizeof(std::int64_t), "control");
   if (config.sync_accumulation) w.accum = Window(comm, shard_bytes, sizeof(float), "accumulation");
