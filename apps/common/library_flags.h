@@ -60,7 +60,7 @@ inline void add_library_flags(boost::program_options::options_description& flags
     const asyncps::OptionInfo* option = &o;
     if (o.type == asyncps::OptionType::Bool) {  // a switch: given, the option is on (or off, inverted)
       const bool inverts = renamed(o.key) && renamed(o.key)->inverts;
-      const std::string help = inverts ? "turns this off: " + std::string(o.help) : std::string(o.help);
+      const std::string help = inverts ? "switches off the default, which is to " + std::string(o.help) : std::string(o.help);
       flags.add_options()(flag.c_str(), po::bool_switch()->notifier([&lib, option, inverts](bool given) {
         if (given) asyncps::set_option(lib, *option, inverts ? "false" : "true");
       }),
@@ -78,7 +78,7 @@ inline void add_library_flags(boost::program_options::options_description& flags
 // The library's names of the offered options ("Options::num_servers", its cross-rank messages)
 // and the program's flags for them, longest first (app_cli::with_names).
 inline std::vector<std::pair<std::string, std::string>> library_flag_names(Groups groups) {
-  std::vector<std::pair<std::string, std::string>> names = {{"the same Options", "the same flags"}};
+  std::vector<std::pair<std::string, std::string>> names = {{"the same options (", "the same flags ("}};
   for (const asyncps::OptionInfo& o : asyncps::option_table())
     if (offered(o, groups)) names.emplace_back(std::string(o.field), "--" + flag_of(o));
   if (std::find(groups.begin(), groups.end(), "checkpoint") != groups.end()) {

@@ -12,6 +12,7 @@
 #include "app_cli.h"
 #include "library_flags.h"
 #include "flag_effect.h"
+#include "strict_command_line.h"
 #include "asyncps/error.h"
 #include "asyncps/option_choices.h"
 
@@ -127,40 +128,40 @@ std::optional<Config> parse_config(int argc, char** argv, bool print_help) {
       "Run it as: mpirun -np 2 build/bin/ctr_async  (ranks [0, ps) serve, the rest are workers)\n\nOptions");
   general.add_options()
     ("help,h", "print this help and exit")
-    ("model", po::value(&c.model)->default_value(c.model), "lr (hashed logistic regression) | wide_deep")
+    ("model", app_cli::value_defaulted(&c.model), "lr (hashed logistic regression) | wide_deep")
     ("rows", non_negative(c.rows, "rows"), "rows of each embedding table (ids are hashed into them)")
-    ("dim", po::value(&c.dim)->default_value(c.dim), "wide_deep: floats per embedding row")
-    ("hidden", po::value(&c.hidden)->default_value(c.hidden), "wide_deep: hidden units of the deep part")
-    ("optimizer", po::value(&c.optimizer)->default_value(c.optimizer),
+    ("dim", app_cli::value_defaulted(&c.dim), "wide_deep: floats per embedding row")
+    ("hidden", app_cli::value_defaulted(&c.hidden), "wide_deep: hidden units of the deep part")
+    ("optimizer", app_cli::value_defaulted(&c.optimizer),
      "the rows' optimizer: sgd | adagrad (row-wise, one accumulator per row on the servers) | ftrl\n"
      "(FTRL-Proximal per coordinate; learning rate --embedding_lr, strengths --ftrl_l1, --ftrl_l2)")
     ("row_optimizer", po::value<std::string>(), "--optimizer by another name: the rows' optimizer (sgd | adagrad | ftrl)")
-    ("batch_size", po::value(&c.batch_size)->default_value(c.batch_size), "examples per worker step")
-    ("learning_rate", po::value(&c.learning_rate)->default_value(c.learning_rate), "the dense weights' learning rate (SGD)")
-    ("embedding_lr", po::value(&c.embedding_lr)->default_value(c.embedding_lr), "the embedding rows' learning rate")
-    ("initial_accumulator", po::value(&c.initial_accumulator)->default_value(c.initial_accumulator),
+    ("batch_size", app_cli::value_defaulted(&c.batch_size), "examples per worker step")
+    ("learning_rate", app_cli::value_defaulted(&c.learning_rate), "the dense weights' learning rate (SGD)")
+    ("embedding_lr", app_cli::value_defaulted(&c.embedding_lr), "the embedding rows' learning rate")
+    ("initial_accumulator", app_cli::value_defaulted(&c.initial_accumulator),
      "--optimizer adagrad: every row's accumulator to start with")
-    ("ftrl_l1", po::value(&c.ftrl_l1)->default_value(c.ftrl_l1), "--optimizer ftrl: L1 strength (> 0 makes weights exactly 0)")
-    ("ftrl_l2", po::value(&c.ftrl_l2)->default_value(c.ftrl_l2), "--optimizer ftrl: L2 strength")
-    ("ftrl_beta", po::value(&c.ftrl_beta)->default_value(c.ftrl_beta), "--optimizer ftrl: beta in (beta + sqrt(n)) / alpha")
-    ("training_steps", po::value(&c.training_steps)->default_value(c.training_steps), "global steps to train")
-    ("test_examples", po::value(&c.test_examples)->default_value(c.test_examples), "held-out examples the chief evaluates at the end")
+    ("ftrl_l1", app_cli::value_defaulted(&c.ftrl_l1), "--optimizer ftrl: L1 strength (> 0 makes weights exactly 0)")
+    ("ftrl_l2", app_cli::value_defaulted(&c.ftrl_l2), "--optimizer ftrl: L2 strength")
+    ("ftrl_beta", app_cli::value_defaulted(&c.ftrl_beta), "--optimizer ftrl: beta in (beta + sqrt(n)) / alpha")
+    ("training_steps", app_cli::value_defaulted(&c.training_steps), "global steps to train")
+    ("test_examples", app_cli::value_defaulted(&c.test_examples), "held-out examples the chief evaluates at the end")
     ("vocab", non_negative(c.data.vocab, "vocab"), "ids per categorical field (26 fields, 13 dense features)")
-    ("zipf", po::value(&c.data.zipf)->default_value(c.data.zipf), "ids per field follow P(k) ~ (k + 1)^-zipf")
+    ("zipf", app_cli::value_defaulted(&c.data.zipf), "ids per field follow P(k) ~ (k + 1)^-zipf")
     ("seed", non_negative(c.data.seed, "seed"), "seed of the data, the planted model and the initial weights")
-    ("log_every", po::value(&c.log_every)->default_value(c.log_every), "the chief logs every N local steps")
+    ("log_every", app_cli::value_defaulted(&c.log_every), "the chief logs every N local steps")
     ("verbose,v", po::bool_switch(&c.verbose), "every worker logs, not only the chief")
     ("logdir", po::value(&c.logdir)->notifier([&lib](const std::string& d) { lib.checkpoint.dir = d; }),
      "servers checkpoint the dense weights and the tables' rows here, and a run resumes from the newest (default: none)")
     ("export_dir", po::value(&c.export_dir),
      "at the end server 0 writes the final checkpoint here as .npy: each dense tensor, each table (rows x dim) and its "
      "Adagrad accumulators (needs --logdir)")
-    ("eval_every", po::value(&c.eval_every)->default_value(c.eval_every),
+    ("eval_every", app_cli::value_defaulted(&c.eval_every),
      "the chief also evaluates every N local steps (\"eval: ...\" lines, training time without the evaluations; 0: never)")
     ("separate_tables", po::bool_switch(&c.separate_tables),
      "store the wide and deep tables' rows apart, each moved by its own operations (by default a key's wide weight and "
      "deep embedding share a row group: one operation per run for both)")
-    ("prefetch", po::value(&c.prefetch)->default_value(c.prefetch),
+    ("prefetch", app_cli::value_defaulted(&c.prefetch),
      "auto | on | off: read the next batch's rows during each step (EmbeddingTable::prefetch_rows: a worker's own "
      "updates are in them, the others' one step staler); auto: where the rows' operations need the servers (across "
      "hosts, or MPICH), not on one node where a pull is as fast and fresher")
@@ -168,14 +169,14 @@ std::optional<Config> parse_config(int argc, char** argv, bool print_help) {
      "train data-parallel instead, the baseline: every rank a worker holding the whole model, the tables' gradient "
      "MPI_Allreduce-summed every step (no servers: --ps is not used)")
     ("dump_data", po::value(&c.dump_data), "write the training streams and the held-out one as .npy files here, and exit")
-    ("dump_examples", po::value(&c.dump_examples)->default_value(c.dump_examples), "--dump_data: examples per training stream")
-    ("dump_workers", po::value(&c.dump_workers)->default_value(c.dump_workers), "--dump_data: training streams (one per worker)");
+    ("dump_examples", app_cli::value_defaulted(&c.dump_examples), "--dump_data: examples per training stream")
+    ("dump_workers", app_cli::value_defaulted(&c.dump_workers), "--dump_data: training streams (one per worker)");
   // the library's own options, from its table: --ps, --stall_timeout, --server_progress, ..., --save_secs
   app_cli::add_library_flags(general, lib, kLibraryGroups);
   po::variables_map vm;
   try {
     for (int i = 1; i < argc; ++i) refuse_placeholders(argv[i], "the command line");
-    po::store(po::parse_command_line(argc, argv, general), vm);
+    po::store(app_cli::parse_command_line_strictly(argc, argv, general), vm);
     if (vm.count("help")) {
       if (print_help) std::cout << general << std::endl;
       return std::nullopt;

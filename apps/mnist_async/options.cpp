@@ -20,6 +20,7 @@
 #include "app_cli.h"
 #include "library_flags.h"
 #include "flag_effect.h"
+#include "strict_command_line.h"
 #include "asyncps/error.h"
 #include "asyncps/session.h"
 #include "nn/gpu/gpu_backend.h"  // parse_gpu_kernels, gpu_kernels_choices (CUDA-free)
@@ -159,57 +160,57 @@ po::options_description describe(Config& c, std::string& config_file) {
   general.add_options()
     ("help,h", "print this help and exit")
     ("config", po::value(&config_file), "read options from this file too (name = value lines; the command line wins)")
-    ("batch_size", po::value(&c.batch_size)->default_value(c.batch_size), "examples per worker step")
-    ("learning_rate", po::value(&c.learning_rate)->default_value(c.learning_rate), "base learning rate")
-    ("learning_rate_decay", po::value(&c.learning_rate_decay)->default_value(c.learning_rate_decay),
+    ("batch_size", app_cli::value_defaulted(&c.batch_size), "examples per worker step")
+    ("learning_rate", app_cli::value_defaulted(&c.learning_rate), "base learning rate")
+    ("learning_rate_decay", app_cli::value_defaulted(&c.learning_rate_decay),
      "lr = learning_rate * decay^(global_step / (60000 / batch_size))")
-    ("l2", po::value(&c.l2)->default_value(c.l2), "L2 regularisation rate on the weights (tutorial: 0.0001 defined, not applied)")
-    ("training_steps", po::value(&c.training_steps)->default_value(c.training_steps), "global steps to train")
-    ("moving_average_decay", po::value(&c.moving_average_decay)->default_value(c.moving_average_decay),
+    ("l2", app_cli::value_defaulted(&c.l2), "L2 regularisation rate on the weights (tutorial: 0.0001 defined, not applied)")
+    ("training_steps", app_cli::value_defaulted(&c.training_steps), "global steps to train")
+    ("moving_average_decay", app_cli::value_defaulted(&c.moving_average_decay),
      "EMA decay kept by the chief (warm-up min(decay, (1+n)/(10+n)))")
     ("moving_average_correction",
-     po::value(&c.moving_average_correction)->default_value(c.moving_average_correction),
+     app_cli::value_defaulted(&c.moving_average_correction),
      "trend (the chief's average is 2*EMA - EMA(EMA): the EMA without its lag of about decay/(1-decay) "
      "global steps, Brown's double smoothing) | none (TF1's EMA itself)")
     ("logdir",
-     po::value(&c.logdir)->default_value(c.logdir)->notifier([&lib](const std::string& d) { lib.checkpoint.dir = d; }),
+     app_cli::value_defaulted(&c.logdir)->notifier([&lib](const std::string& d) { lib.checkpoint.dir = d; }),
      "where metrics.jsonl (and checkpoints) go")
-    ("data_dir", po::value(&c.data_dir)->default_value(c.data_dir), "directory with the four MNIST IDX files (make data)")
-    ("seed", po::value(&c.seed)->default_value(c.seed), "seed of the initial parameters and of the data order")
-    ("device", po::value(&c.device)->default_value(c.device), "cpu | gpu | auto: where workers compute gradients")
-    ("gpu_kernels", po::value(&c.gpu_kernels)->default_value(c.gpu_kernels),
+    ("data_dir", app_cli::value_defaulted(&c.data_dir), "directory with the four MNIST IDX files (make data)")
+    ("seed", app_cli::value_defaulted(&c.seed), "seed of the initial parameters and of the data order")
+    ("device", app_cli::value_defaulted(&c.device), "cpu | gpu | auto: where workers compute gradients")
+    ("gpu_kernels", app_cli::value_defaulted(&c.gpu_kernels),
      "--device gpu|auto: fused (the project's own kernels) | cudnn (cuDNN convolutions and pooling, cuBLAS for "
      "the fc layer: to compare against)")
     ("gpu_eager", po::bool_switch(&c.gpu_eager),
      "--device gpu|auto: enqueue each step's calls one by one instead of replaying the step's CUDA graph (to "
      "compare against)")
-    ("save_summaries_secs", po::value(&c.save_summaries_secs)->default_value(c.save_summaries_secs),
+    ("save_summaries_secs", app_cli::value_defaulted(&c.save_summaries_secs),
      "the chief appends a metrics line to logdir/metrics.jsonl this often (0: after every step)")
-    ("log_every", po::value(&c.log_every)->default_value(c.log_every), "the chief logs every N local steps")
-    ("train_limit", po::value(&c.train_limit)->default_value(c.train_limit), "use only the first N training examples (0: all)")
-    ("optimizer", po::value(&c.optimizer.name)->default_value(c.optimizer.name),
+    ("log_every", app_cli::value_defaulted(&c.log_every), "the chief logs every N local steps")
+    ("train_limit", app_cli::value_defaulted(&c.train_limit), "use only the first N training examples (0: all)")
+    ("optimizer", app_cli::value_defaulted(&c.optimizer.name),
      "sgd (the tutorial's) | momentum (heavy ball) | adam | adagrad: the state kept on the worker, which pushes "
      "the direction (the arena moves by -learning_rate times it)")
-    ("momentum", po::value(&c.optimizer.momentum)->default_value(c.optimizer.momentum), "--optimizer momentum: mu in [0, 1)")
-    ("momentum_correction", po::value(&c.optimizer.momentum_correction)->default_value(c.optimizer.momentum_correction),
+    ("momentum", app_cli::value_defaulted(&c.optimizer.momentum), "--optimizer momentum: mu in [0, 1)")
+    ("momentum_correction", app_cli::value_defaulted(&c.optimizer.momentum_correction),
      "--optimizer momentum under asynchrony (tau: the worker's mean staleness): predict (compute the gradient at the "
      "parameters predicted for when the update lands, params - learning_rate * tau * velocity; mu as given) | "
      "staleness (apply mu^(1+tau), mu per global step, and push sqrt((1-mu')/(1-mu)) times the velocity) | "
      "none (mu as given, the gradient at the parameters pulled)")
-    ("beta1", po::value(&c.optimizer.beta1)->default_value(c.optimizer.beta1), "--optimizer adam: the first moment's decay")
-    ("beta2", po::value(&c.optimizer.beta2)->default_value(c.optimizer.beta2), "--optimizer adam: the second moment's decay")
-    ("epsilon", po::value(&c.optimizer.epsilon)->default_value(c.optimizer.epsilon), "--optimizer adam|adagrad: added to the root")
-    ("initial_accumulator", po::value(&c.optimizer.initial_accumulator)->default_value(c.optimizer.initial_accumulator),
+    ("beta1", app_cli::value_defaulted(&c.optimizer.beta1), "--optimizer adam: the first moment's decay")
+    ("beta2", app_cli::value_defaulted(&c.optimizer.beta2), "--optimizer adam: the second moment's decay")
+    ("epsilon", app_cli::value_defaulted(&c.optimizer.epsilon), "--optimizer adam|adagrad: added to the root")
+    ("initial_accumulator", app_cli::value_defaulted(&c.optimizer.initial_accumulator),
      "--optimizer adagrad: every accumulator to start with")
     ("weight_prediction", po::bool_switch(&c.optimizer.weight_prediction),
      "async/ssp: compute each gradient at the parameters predicted for when the update lands, "
      "params - learning_rate * staleness * (the direction this worker last pushed)")
-    ("eval_every", po::value(&c.eval_every)->default_value(c.eval_every),
+    ("eval_every", app_cli::value_defaulted(&c.eval_every),
      "the chief snapshots the model every N global steps (a copy, off the critical path) and evaluates the "
      "snapshots on the test set after training: accuracy vs steps and wall time (0: off)")
-    ("eval_target", po::value(&c.eval_target)->default_value(c.eval_target),
+    ("eval_target", app_cli::value_defaulted(&c.eval_target),
      "with --eval_every: report the wall time at which test accuracy first reached this")
-    ("straggler_ms", po::value(&c.straggler_ms)->default_value(c.straggler_ms),
+    ("straggler_ms", app_cli::value_defaulted(&c.straggler_ms),
      "experiments: the last worker sleeps this many ms every step")
     ("halt_on_nonfinite", po::bool_switch(&c.halt_on_nonfinite),
      "stop the job (after saving) when a worker computes a NaN/Inf gradient; by default it is skipped and counted")
@@ -241,7 +242,7 @@ std::optional<Config> parse_config(int argc, char** argv, bool print_help) {
   po::variables_map vm;
   try {
     for (int i = 1; i < argc; ++i) refuse_placeholders(argv[i], "the command line");
-    po::store(po::parse_command_line(argc, argv, general), vm);
+    po::store(app_cli::parse_command_line_strictly(argc, argv, general), vm);
     if (vm.count("help")) {
       if (print_help) std::cout << general << std::endl;
       return std::nullopt;

@@ -78,7 +78,7 @@ std::string difference(std::size_t i, int r, const std::uint64_t* f, const std::
              "restart checkpoint and restore choice (Options::checkpoint)";
       return msg.str();  // (one fact: the message names it)
     case Kind::Other:
-      msg << "options differ between ranks (rank " << r << " vs rank 0): every rank must be given the same Options";
+      msg << "options differ between ranks (rank " << r << " vs rank 0): every rank must be given the same options";
       break;
   }
   msg << " (the first that differs: " << fact.name << ")";
