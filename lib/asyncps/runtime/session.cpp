@@ -43,6 +43,26 @@ void check_timeline_dir(const std::string& path) {
   if (std::filesystem::is_directory(p, ec)) throw ConfigError("Options::timeline: " + path + " is a directory");
 }
 
+// The trace replaces its file at the job's end: never a file of the checkpoints (ckpt-*, the
+// lock, an earlier run's folder) in the checkpoint directory or beside the restart checkpoint.
+void check_timeline_spares_checkpoints(const std::string& path, const CheckpointOptions& c) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path trace = fs::weakly_canonical(fs::absolute(path, ec), ec);
+  if (ec) return;  // (check_timeline_dir says what is wrong with it)
+  const std::string name = trace.filename().string();
+  if (!name.starts_with("ckpt-") && name != "asyncps.lock" && !name.starts_with("earlier-run-")) return;
+  const auto same_dir = [&](const fs::path& dir, const char* option) {
+    std::error_code e;
+    if (dir.empty() || trace.parent_path() != fs::weakly_canonical(fs::absolute(dir, e), e) || e) return;
+    throw ConfigError("Options::timeline " + path + " would replace a file of the checkpoints in " + option +
+                      " (ckpt-*, asyncps.lock and earlier-run-* are theirs): name another file");
+  };
+  same_dir(c.dir, "Options::checkpoint.dir");
+  same_dir(c.restart_from.parent_path().empty() && !c.restart_from.empty() ? fs::path(".") : c.restart_from.parent_path(),
+           "the folder of Options::checkpoint.restart_from");
+}
+
 // The first rank whose options or layout cannot work says why; every rank throws that message
 // (a rank that threw alone would leave the others waiting in the next collective).
 void agree_valid(MPI_Comm comm, const ParamLayout& layout, const Options& options) {
@@ -59,7 +79,10 @@ void agree_valid(MPI_Comm comm, const ParamLayout& layout, const Options& option
                                   "alone is not supported: the arena holds its dense parameters)");
     int rank = 0;
     MPI_Comm_rank(comm, &rank);
-    if (rank == 0 && !options.timeline.empty()) check_timeline_dir(options.timeline);  // rank 0 writes it, at the end
+    if (rank == 0 && !options.timeline.empty()) {  // rank 0 writes it, at the end
+      check_timeline_dir(options.timeline);
+      check_timeline_spares_checkpoints(options.timeline, options.checkpoint);
+    }
   } catch (const ConfigError& e) {
     problem = e.what();
   }

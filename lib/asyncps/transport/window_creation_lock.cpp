@@ -5,10 +5,14 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdint>
+#include <functional>
 #include <random>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "asyncps/error.h"
 #include "core/check.h"
@@ -24,10 +28,21 @@ bool needs_lock() {
   return m.family == MpiFamily::OpenMpi && m.major < 5;
 }
 
-// This user's lock file for window creation on this node (-1 where none can be opened: then no
-// lock is taken, as before).
-int open_lock_file() {
-  const std::string name = "/asyncps-window-creation-" + std::to_string(::getuid()) + ".lock";
+// This user's lock file for window creation on this node, named by the node as MPI names it (as
+// Open MPI's own file is: hosts that share a file system, or network namespaces on one machine,
+// each lock their own). -1 where none can be opened: then no lock is taken.
+std::string node_name() {
+  char host[MPI_MAX_PROCESSOR_NAME] = {};
+  int length = 0;
+  MPI_Get_processor_name(host, &length);
+  std::string node(host, static_cast<std::size_t>(std::max(length, 0)));
+  for (char& ch : node)
+    if (ch == '/') ch = '_';
+  return node;
+}
+
+int open_lock_file(const std::string& node) {
+  const std::string name = "/asyncps-window-creation-" + std::to_string(::getuid()) + "-" + node + ".lock";
   for (const char* dir : {"/dev/shm", "/tmp"}) {
     const int fd = ::open((dir + name).c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd >= 0) return fd;
@@ -43,7 +58,18 @@ WindowCreationLock::WindowCreationLock(MPI_Comm comm) {
   int node_rank = 0;
   MPI_Comm_rank(node, &node_rank);
   MPI_Comm_free(&node);
-  const int file = node_rank == 0 ? open_lock_file() : -1;
+  // Two nodes of this communicator under one name would wait for each other's lock for good: then
+  // none is taken (Open MPI names its files by the node name too: nothing a lock could keep apart).
+  const std::string name = node_name();
+  const std::uint64_t mine_named = node_rank == 0 ? std::hash<std::string>{}(name) | 1 : 0;
+  int size = 0;
+  MPI_Comm_size(comm, &size);
+  std::vector<std::uint64_t> named(static_cast<std::size_t>(size));
+  ASYNCPS_MPI_CHECK(MPI_Allgather(&mine_named, 1, MPI_UINT64_T, named.data(), 1, MPI_UINT64_T, comm));
+  std::erase(named, 0);
+  std::sort(named.begin(), named.end());
+  if (std::adjacent_find(named.begin(), named.end()) != named.end()) return;
+  const int file = node_rank == 0 ? open_lock_file(name) : -1;
   std::minstd_rand pause(static_cast<unsigned>(::getpid()));
   for (int attempt = 0;; ++attempt) {
     const int mine = file < 0 || ::flock(file, LOCK_EX | LOCK_NB) == 0 ? 1 : 0;

@@ -5,7 +5,7 @@
 // them that create windows on one node at the same time map one file: each other's parameters,
 // silently. The file exists only while MPI_Win_allocate runs, so on one node the job's Sessions
 // create their windows one at a time: the first rank of this communicator on each node holds a
-// lock file (flock, in /dev/shm or /tmp) while its Session creates them. Every rank first agrees
+// lock file (flock, in /dev/shm or /tmp, named by the node) while its Session creates them. Every rank first agrees
 // that each node's lock is held, else each lets go and tries again after a short random pause (no
 // rank waits for a lock while holding another: no deadlock between Sessions across nodes).
 #pragma once
