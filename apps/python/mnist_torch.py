@@ -83,6 +83,7 @@ def refuse_bad_args(args):
     finite = math.isfinite
     problems = [
         (not 1 <= args.batch <= 55000, f"--batch must be in [1, 55000] (the training set), got {args.batch}"),
+        (not 1 <= args.steps <= 2 ** 50, f"--steps must be in [1, 2^50], got {args.steps}"),
         (args.seed < 0, f"--seed must be non-negative, got {args.seed}"),
         (not (finite(args.learning_rate) and args.learning_rate > 0),
          f"--learning_rate must be positive and finite, got {args.learning_rate}"),
@@ -162,6 +163,10 @@ def main():
         if w.load_shadow(ema):
             ema_step = w.restored_step
             level, smooth = ema.copy(), ema.copy()  # a restart: the average goes on, its trend from zero
+    first = w.restored_step if w.restored else 0  # (a restart: the steps taken before are not this run's)
+    if session.is_chief and first >= args.steps:
+        print(f"nothing to train: the global step had already reached --steps {args.steps} (resumed from a "
+              "checkpoint? raise --steps to continue, or pass --no_restore)", flush=True)
     t0, local = time.perf_counter(), 0
     while not opt.done:  # the loop's condition: the job's global step limit
         if pos + args.batch > len(perm):
@@ -210,7 +215,7 @@ def main():
         params[:] = ema
         opt.arena.params_to_device()  # (the module's copy on a GPU; on the CPU params is the module)
         acc_ema = accuracy(net, test_x, test_y)
-        samples = final * args.batch * (session.num_workers if args.mode == "sync" else 1)
+        samples = max(0, final - first) * args.batch * (session.num_workers if args.mode == "sync" else 1)
         st = w.staleness  # the chief's own updates
         print(f"Done: {final} global steps by {session.num_workers} worker(s) in {wall:.2f} s: "
               f"{samples / wall:.0f} samples/s; test accuracy {acc:.4f} (EMA {acc_ema:.4f})", flush=True)

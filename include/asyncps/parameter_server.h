@@ -41,7 +41,8 @@ class ParameterServer {
   // Workers may be accumulating into it concurrently: each element is whole, the set may mix
   // updates (exactly what a Hogwild reader sees).
   std::span<const float> snapshot();
-  // Server 0 only: the global step as it is now.
+  // The global step as it is now (server 0 only: it holds the count), or after serve() the
+  // final step (any server).
   std::int64_t global_step();
   // Entries into MPI while serving, and sleeps ended by arriving bytes (ServerProgress::Wake).
   std::uint64_t polls() const noexcept;

@@ -216,8 +216,8 @@ class TableEmbeddingBag(_torch.nn.Module):
     here; push(scale) sends scale * gradient for every forward since the last push (one push_rows
     each: the table sums the gradients of ids that share a row) and returns the rows updated;
     discard() drops them unsent. The module has no parameters of its own: ModuleArena skips it,
-    and optimizers never see the table (its optimizer is the table's: 'sgd' or 'adagrad', scale =
-    -learning rate). padding_idx and max_norm are not supported.
+    and optimizers never see the table (its optimizer is the table's: 'sgd', 'adagrad' or 'ftrl', scale =
+    -learning rate). padding_idx, max_norm and scale_grad_by_freq are not supported.
 
     Ids on a CUDA device: the distinct ids are found there and copied to the host, their rows are
     pulled into pinned host memory and copied to the ids' device (one copy each way), where the bag
@@ -247,8 +247,9 @@ class TableEmbeddingBag(_torch.nn.Module):
         if bag.embedding_dim != table.dim:
             raise ValueError(f"asyncps: TableEmbeddingBag.from_module: the bag's embedding_dim is "
                              f"{bag.embedding_dim}, table {table.name!r} has dim {table.dim}")
-        if bag.padding_idx is not None or bag.max_norm is not None:
-            raise ValueError("asyncps: TableEmbeddingBag.from_module: padding_idx and max_norm are not supported")
+        if bag.padding_idx is not None or bag.max_norm is not None or bag.scale_grad_by_freq:
+            raise ValueError("asyncps: TableEmbeddingBag.from_module: padding_idx, max_norm and scale_grad_by_freq "
+                             "are not supported")
         return cls(table, mode=bag.mode, include_last_offset=bag.include_last_offset)
 
     def forward(self, input, offsets=None, per_sample_weights=None):
@@ -275,7 +276,12 @@ class TableEmbeddingBag(_torch.nn.Module):
     def push(self, scale):
         """push_rows(keys, scale * gradient) for every forward since the last push or discard
         whose rows got a gradient; returns the number of rows updated (NaN/Inf in a gradient sends
-        nothing for that forward: the table counts it in stats['nonfinite'])."""
+        nothing for that forward: the table counts it in stats['nonfinite']; none since the last
+        push: 0). ValueError where none of the forwards has a gradient yet: push before backward
+        (the forwards are kept for the next push)."""
+        if self._looked_up and all(r.grad is None for _, r in self._looked_up):
+            raise ValueError(f"asyncps: TableEmbeddingBag.push: none of the {len(self._looked_up)} forward(s) since "
+                             "the last push has a gradient yet: call backward() first (or discard() them)")
         looked_up, self._looked_up = self._looked_up, []
         rows = 0
         for keys, r in looked_up:

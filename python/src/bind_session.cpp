@@ -82,6 +82,9 @@ void set_keyword(asyncps::Options& o, const asyncps::OptionInfo& option, py::han
     case asyncps::OptionType::Path: {
       const auto p = optional_path_arg(v, call, arg);
       if (!p) return;  // None: the default (no directory, no checkpoint named)
+      if (p->empty())   // (it read as None: a checkpoint_dir="" job kept nothing)
+        throw asyncps::ConfigError(std::string("asyncps: Session: ") + arg +
+                                   " must not be empty (None, the default, for none)");
       text = p->string();
       break;
     }

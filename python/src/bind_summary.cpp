@@ -32,9 +32,13 @@ void bind_summary(py::module_& m) {
            },
            py::arg("tag"), py::arg("value"), py::arg("step"), "One scalar at a global step (its wall time now).")
       .def("add_scalars",
-           [](asyncps::SummaryWriter& w, py::dict values, py::handle step) {
+           [](asyncps::SummaryWriter& w, py::handle values, py::handle step) {
+             if (!py::isinstance<py::dict>(values))
+               throw py::type_error(std::string("asyncps: SummaryWriter.add_scalars: values must be a dict of "
+                                                "{tag: value} (got ") +
+                                    py::str(py::type::of(values).attr("__name__")).cast<std::string>() + ")");
              std::vector<std::pair<std::string, double>> v;
-             for (auto [k, x] : values)
+             for (auto [k, x] : values.cast<py::dict>())
                v.emplace_back(str_arg(k, "SummaryWriter.add_scalars", "a tag"),
                               double_arg(x, "SummaryWriter.add_scalars", "a value"));
              w.add_scalars(v, int64_arg(step, "SummaryWriter.add_scalars", "step"));

@@ -260,19 +260,19 @@ void bind_worker(py::module_& m) {
              py::gil_scoped_release unlocked;
              loop.request_halt();
            })
-      .def_property_readonly("halted", [](const WorkerHandle& h) { return h.loop("WorkerClient.halted", true).halted(); })
+      .def_property_readonly("halted", [](const WorkerHandle& h) { return h.after_finish("WorkerClient.halted").halted(); })
       .def_property_readonly("terminated",
-                             [](const WorkerHandle& h) { return h.loop("WorkerClient.terminated", true).terminated(); })
+                             [](const WorkerHandle& h) { return h.after_finish("WorkerClient.terminated").terminated(); })
       .def_property_readonly("final_step",
-                             [](const WorkerHandle& h) { return h.loop("WorkerClient.final_step", true).final_step(); })
+                             [](const WorkerHandle& h) { return h.after_finish("WorkerClient.final_step").final_step(); })
       .def_property_readonly("staleness", [](const WorkerHandle& h) {
         return staleness_dict(h.loop("WorkerClient.staleness", true).staleness());
       })
       .def_property_readonly("job_staleness", [](const WorkerHandle& h) {
-        return staleness_dict(h.loop("WorkerClient.job_staleness", true).job_staleness());
+        return staleness_dict(h.after_finish("WorkerClient.job_staleness").job_staleness());
       })
       .def_property_readonly("job_nonfinite", [](const WorkerHandle& h) {
-        return h.loop("WorkerClient.job_nonfinite", true).job_nonfinite();
+        return h.after_finish("WorkerClient.job_nonfinite").job_nonfinite();
       })
       // ---- the chief's EMA kept on the servers (checkpoints hold it)
       .def(

@@ -20,6 +20,7 @@
 #include <memory>
 #include <string>
 
+#include "asyncps/error.h"
 #include "asyncps/parameter_server.h"
 #include "asyncps/session.h"
 #include "asyncps/shadow_store.h"
@@ -121,6 +122,14 @@ struct WorkerHandle : SessionDependant {
   }
   asyncps::StepLoop& loop(const char* call, bool in_tick_ok = false) const {
     return open_or_refuse(steps, call, "WorkerClient", in_tick_ok);
+  }
+  // The job's outcome (halted, final_step, job_staleness, ...): known only once finish() ended the
+  // job; before, an Error (it used to read as "not halted", step 0).
+  const asyncps::StepLoop& after_finish(const char* call) const {
+    const asyncps::StepLoop& l = loop(call, true);
+    if (!client->finished())
+      throw asyncps::Error(std::string(call) + ": the job's outcome, known once finish() has ended it");
+    return l;
   }
   // finish() (GIL released) unless finished; a failure marks the worker abandoned and propagates.
   void finish() {

@@ -46,7 +46,10 @@ TEST_CASE("every element lands on the right server and pull returns what was pus
     std::vector<float> init(n);
     for (std::size_t i = 0; i < n; ++i) init[i] = initial_value(i);
     ParameterServer ps(session, init);
+    if (roles.rank != 0)  // while serving, only server 0 holds the count ...
+      CHECK_THROWS_WITH(ps.global_step(), Catch::Contains("only server 0 holds the control block while serving"));
     ps.serve();
+    CHECK(ps.global_step() == ps.final_step());  // ... after serve(), every server has the final step
     const Shard& sh = ps.shard();
     CHECK(sh.size == session.plan().shard(roles.rank).size);
     auto mem = ps.snapshot();

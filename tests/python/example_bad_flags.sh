@@ -32,6 +32,7 @@ case_ ctr_torch.py "--logdir must not be empty" "${small[@]}" --logdir ""
 case_ ctr_torch.py "--logdir /proc/nope" "${small[@]}" --logdir /proc/nope
 case_ ctr_torch.py "unrecognized arguments: --bogus" "${small[@]}" --bogus
 case_ mnist_torch.py "--logdir must not be empty" --logdir ""
+case_ mnist_torch.py "--steps must be in \[1, 2\^50\], got 0" --steps 0
 case_ mnist_torch.py "argument --batch: invalid int value: 'x'" --batch x
 [ $fails -eq 0 ] || { echo "FAIL: $fails case(s)"; exit 1; }
 echo "PASS: every case one 'asyncps:' line, no traceback, non-zero"

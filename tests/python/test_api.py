@@ -183,7 +183,10 @@ else:
     time.sleep(0.6)  # (the server's GIL check needs serve() to last)
     w.pull(params)
     check(np.array_equal(params, np.arange(40, dtype=np.float32) + 1.0), "arena after both pushes")
+    for name in ("halted", "terminated", "final_step", "job_staleness", "job_nonfinite"):  # the job's outcome
+        raises(asyncps.Error, lambda: getattr(w, name), "known once finish() has ended it")
     w.finish()
+    check(w.final_step == LIMIT and w.halted is False, f"after finish(): final step {w.final_step}, halted {w.halted}")
     check(w.finished, "finished")
     check(w.staleness["count"] == LIMIT - 1, f"staleness counted per step: {w.staleness}")
     raises(ValueError, session.close, "close its ParameterServer or WorkerClient first")

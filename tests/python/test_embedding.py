@@ -260,9 +260,10 @@ if me == 0:
         target = torch.arange(6, dtype=torch.float32).reshape(2, 3)
         out, want_out = mine(ids, offsets), ref(remap, offsets)
         check(torch.allclose(out, want_out), f"{mode}/{'2-D' if two_d else 'offsets'}: forward {out} != {want_out}")
+        refused(ValueError, lambda: mine.push(-0.1), "has a gradient yet", f"{mode}: push before backward")
         ((out - target) ** 2).sum().backward()
         ((want_out - target) ** 2).sum().backward()
-        n = mine.push(-0.1)
+        n = mine.push(-0.1)  # (the forward the refused push kept)
         check(n == len(uniq), f"push updated {n} rows, {len(uniq)} looked up")
         after = torch.from_numpy(bag_table.pull_rows(uniq))
         check(torch.allclose(after, before - 0.1 * ref.weight.grad, atol=1e-6),
@@ -272,6 +273,9 @@ if me == 0:
     check(mine.mode == "max", "from_module copies the mode")
     refused(ValueError, lambda: asyncps.torch.TableEmbeddingBag.from_module(torch.nn.EmbeddingBag(10, 4), bag_table),
             "embedding_dim is 4", "from_module(dim mismatch)")
+    refused(ValueError, lambda: asyncps.torch.TableEmbeddingBag.from_module(
+        torch.nn.EmbeddingBag(10, 3, scale_grad_by_freq=True), bag_table), "scale_grad_by_freq",
+        "from_module(scale_grad_by_freq=True)")
     refused(TypeError, lambda: asyncps.torch.TableEmbeddingBag(object()), "must be an asyncps.EmbeddingTable",
             "TableEmbeddingBag(object)")
     refused(ValueError, lambda: asyncps.torch.TableEmbeddingBag(bag_table, mode="prod"), "mode", "mode='prod'")

@@ -186,6 +186,8 @@ tables_only = asyncps.Layout()
 tables_only.add_table("t", 10, 2)
 bad_sessions = [
     (TypeError, lambda: S(5), "layout must be an asyncps.Layout"),
+    (asyncps.ConfigError, lambda: S(layout, checkpoint_dir=""), "checkpoint_dir must not be empty"),
+    (asyncps.ConfigError, lambda: S(layout, checkpoint_dir="/tmp", restart_from=""), "restart_from must not be empty"),
     (asyncps.ConfigError, lambda: S(asyncps.Layout()), "the parameter layout is empty"),
     (asyncps.ConfigError, lambda: S(tables_only), "has 1 embedding table(s) but no tensor"),
     (asyncps.ConfigError, lambda: S(layout, server_progress="poll", server_poll_us=600000, stall_timeout=2),

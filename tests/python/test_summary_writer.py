@@ -19,6 +19,7 @@ with asyncps.SummaryWriter(d) as s:
     s.add_scalars({"auc": 0.75, "log_loss": 0.25}, 4)
     refused(asyncps.ConfigError, lambda: s.add_scalar("", 1.0, 5), "a tag must be non-empty", "empty tag")
     refused(asyncps.ConfigError, lambda: s.add_scalar("x", 1.0, -1), "step must be >= 0", "negative step")
+    refused(TypeError, lambda: s.add_scalars([("a", 1.0)], 4), "values must be a dict", "add_scalars(a list)")
     path = s.path
 refused(asyncps.ConfigError, lambda: s.add_scalar("x", 1.0, 6), "closed", "add after close")
 second = asyncps.SummaryWriter(d)  # a second run in the same directory: a file of its own

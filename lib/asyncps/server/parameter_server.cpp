@@ -181,9 +181,10 @@ std::span<const float> ParameterServer::snapshot() {
 
 std::int64_t ParameterServer::global_step() {
   detail::check_thread(impl_->session(), "ParameterServer::global_step");
+  if (impl_->closed) return impl_->end.state.global_step;  // (every server knows the final step)
   if (impl_->session().roles().rank != detail::ControlBlock::kRank)
-    throw Error("ParameterServer::global_step: only server 0 holds the control block");
-  if (impl_->closed) return impl_->end.state.global_step;
+    throw Error("ParameterServer::global_step: only server 0 holds the control block while serving (after "
+                "serve(), every server returns the final step)");
   return impl_->rt.control().local_step();
 }
 
