@@ -35,6 +35,7 @@ import torch as _torch
 import torch.nn.functional as _F
 
 from . import EmbeddingTable as _EmbeddingTable
+from ._asyncps import _first_problem
 from . import Layout as _Layout
 
 
@@ -363,43 +364,57 @@ class AsyncOptimizer(_torch.optim.Optimizer):
         from . import ParameterServer as _ParameterServer
         from . import Session as _Session
         from . import WorkerClient as _WorkerClient
-        if not isinstance(optimizer, _torch.optim.Optimizer):
-            raise TypeError(f"asyncps: AsyncOptimizer: optimizer must be a torch.optim.Optimizer "
-                            f"(got {type(optimizer).__name__})")
-        if not isinstance(module, _torch.nn.Module):
-            raise TypeError(f"asyncps: AsyncOptimizer: module must be a torch.nn.Module (got {type(module).__name__})")
-        if isinstance(steps, bool) or not isinstance(steps, int):
-            raise TypeError(f"asyncps: AsyncOptimizer: steps must be an int (got {type(steps).__name__})")
-        if not isinstance(exit_servers, bool):
-            raise TypeError(f"asyncps: AsyncOptimizer: exit_servers must be a bool (got {type(exit_servers).__name__})")
-        if not 1 <= steps <= 2 ** 62:
-            # (checked on every rank before the Session: the step loop's limit is at most 2^62)
-            raise ValueError(f"asyncps: AsyncOptimizer: steps must be a positive int, at most 2^62 (got {steps!r})")
-        if momentum_correction not in ("predict", "staleness", "none"):
-            raise ValueError(f"asyncps: AsyncOptimizer: momentum_correction must be 'predict', 'staleness' or "
-                             f"'none' (got {momentum_correction!r})")
-        if not isinstance(weight_prediction, bool):
-            raise TypeError(f"asyncps: AsyncOptimizer: weight_prediction must be a bool "
-                            f"(got {type(weight_prediction).__name__})")
-        if momentum_correction != "predict" and session_options.get("mode") == "sync":
-            raise ValueError(f"asyncps: AsyncOptimizer: momentum_correction={momentum_correction!r} has no effect "
-                             "with mode='sync': a sync round's updates have no staleness to correct")
-        if weight_prediction and session_options.get("mode") == "sync":
-            raise ValueError("asyncps: AsyncOptimizer: weight_prediction is for async and ssp: a sync round's "
-                             "parameters do not move while it computes")
-        # (torch.optim.Optimizer's own __init__ is not called: the wrapped optimizer holds the
-        # parameter groups and the state; an LR scheduler built on this one changes the wrapped one's)
-        self.optimizer = optimizer
-        self.arena = ModuleArena(module, host_mirror=host_mirror)
-        # every tensor the optimizer updates must be one of the module's: a trainable one (now the
-        # arena's) or a frozen one (requires_grad False: never a gradient, so the optimizer skips
-        # it, as in plain PyTorch)
-        mine = {id(p) for p in module.parameters()}
-        for g in optimizer.param_groups:
-            for p in g["params"]:
-                if id(p) not in mine:
-                    raise ValueError("asyncps: AsyncOptimizer: the optimizer updates a tensor that is not a parameter "
-                                     "of the module (build it from module.parameters())")
+        # Every argument is checked on every rank, and the ranks agree before the Session: a value
+        # one rank alone refuses raises on every rank (none is left waiting in the Session).
+        problem = None
+        try:
+            if not isinstance(optimizer, _torch.optim.Optimizer):
+                raise TypeError(f"asyncps: AsyncOptimizer: optimizer must be a torch.optim.Optimizer "
+                                f"(got {type(optimizer).__name__})")
+            if not isinstance(module, _torch.nn.Module):
+                raise TypeError(f"asyncps: AsyncOptimizer: module must be a torch.nn.Module (got {type(module).__name__})")
+            if isinstance(steps, bool) or not isinstance(steps, int):
+                raise TypeError(f"asyncps: AsyncOptimizer: steps must be an int (got {type(steps).__name__})")
+            if not isinstance(exit_servers, bool):
+                raise TypeError(f"asyncps: AsyncOptimizer: exit_servers must be a bool (got {type(exit_servers).__name__})")
+            if not 1 <= steps <= 2 ** 62:
+                # (checked on every rank before the Session: the step loop's limit is at most 2^62)
+                raise ValueError(f"asyncps: AsyncOptimizer: steps must be a positive int, at most 2^62 (got {steps!r})")
+            if momentum_correction not in ("predict", "staleness", "none"):
+                raise ValueError(f"asyncps: AsyncOptimizer: momentum_correction must be 'predict', 'staleness' or "
+                                 f"'none' (got {momentum_correction!r})")
+            if not isinstance(weight_prediction, bool):
+                raise TypeError(f"asyncps: AsyncOptimizer: weight_prediction must be a bool "
+                                f"(got {type(weight_prediction).__name__})")
+            if momentum_correction != "predict" and not any(g.get("momentum") for g in optimizer.param_groups):
+                raise ValueError(f"asyncps: AsyncOptimizer: momentum_correction={momentum_correction!r} has no effect "
+                                 f"without momentum (the wrapped {type(optimizer).__name__} has none)")
+            if momentum_correction != "predict" and session_options.get("mode") == "sync":
+                raise ValueError(f"asyncps: AsyncOptimizer: momentum_correction={momentum_correction!r} has no effect "
+                                 "with mode='sync': a sync round's updates have no staleness to correct")
+            if weight_prediction and session_options.get("mode") == "sync":
+                raise ValueError("asyncps: AsyncOptimizer: weight_prediction is for async and ssp: a sync round's "
+                                 "parameters do not move while it computes")
+            # (torch.optim.Optimizer's own __init__ is not called: the wrapped optimizer holds the
+            # parameter groups and the state; an LR scheduler built on this one changes the wrapped one's)
+            self.optimizer = optimizer
+            self.arena = ModuleArena(module, host_mirror=host_mirror)
+            # every tensor the optimizer updates must be one of the module's: a trainable one (now the
+            # arena's) or a frozen one (requires_grad False: never a gradient, so the optimizer skips
+            # it, as in plain PyTorch)
+            mine = {id(p) for p in module.parameters()}
+            for g in optimizer.param_groups:
+                for p in g["params"]:
+                    if id(p) not in mine:
+                        raise ValueError("asyncps: AsyncOptimizer: the optimizer updates a tensor that is not a parameter "
+                                         "of the module (build it from module.parameters())")
+        except (TypeError, ValueError) as e:
+            problem = e
+        agreed = _first_problem(comm, "" if problem is None else str(problem).removeprefix("asyncps: "))
+        if problem is not None:
+            raise problem
+        if agreed:
+            raise ValueError(f"asyncps: {agreed}")
         # A parameter the loss never reached keeps grad None in plain PyTorch, and its optimizer
         # skips it (no weight decay, no momentum). Here every gradient is a view of the arena; a
         # hook on each trainable parameter notes which ones backward() reached since the last step.

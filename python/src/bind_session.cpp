@@ -148,7 +148,31 @@ const std::string& session_doc() {
 
 }  // namespace
 
+// Collective over comm: the lowest rank's non-empty `mine` ("rank N: " before it where that is
+// another rank), on every rank; "" when none has one. For what a Python wrapper checks before its
+// Session (AsyncOptimizer's arguments): every rank then raises, none waits in the Session.
+std::string first_problem(const py::object& comm_arg, const std::string& mine) {
+  check_thread("asyncps._first_problem", false);
+  const MPI_Comm comm = communicator(comm_arg);
+  py::gil_scoped_release unlocked;
+  int rank = 0, size = 1;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  const int candidate = mine.empty() ? size : rank;
+  int first = size;
+  MPI_Allreduce(&candidate, &first, 1, MPI_INT, MPI_MIN, comm);
+  if (first == size) return {};
+  std::string text = mine;
+  int length = static_cast<int>(text.size());
+  MPI_Bcast(&length, 1, MPI_INT, first, comm);
+  text.resize(static_cast<std::size_t>(length));
+  MPI_Bcast(text.data(), length, MPI_CHAR, first, comm);
+  return first == rank ? text : "rank " + std::to_string(first) + ": " + text;
+}
+
 void bind_session(py::module_& m) {
+  m.def("_first_problem", &first_problem, py::arg("comm"), py::arg("mine"),
+        "Collective: the lowest rank's non-empty message (with its rank), or '' (for wrappers' own checks).");
   m.attr("MODES") = choice_names<asyncps::Mode>();
   m.attr("PULL_METHODS") = choice_names<asyncps::PullMethod>();
   m.attr("SERVER_PROGRESS") = choice_names<asyncps::ServerProgress>();

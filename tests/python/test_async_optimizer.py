@@ -61,8 +61,14 @@ refused(TypeError, lambda: AO(sgd, net, steps=4, weight_prediction=1), "weight_p
         "weight_prediction=1")
 refused(ValueError, lambda: AO(sgd, net, steps=4, weight_prediction=True, mode="sync"), "is for async and ssp",
         "weight_prediction in sync mode")
-refused(ValueError, lambda: AO(sgd, net, steps=4, momentum_correction="staleness", mode="sync"),
+heavy = torch.optim.SGD(net.parameters(), lr=0.125, momentum=0.5)
+refused(ValueError, lambda: AO(heavy, net, steps=4, momentum_correction="staleness", mode="sync"),
         "has no effect with mode='sync'", "momentum_correction in sync mode")
+refused(ValueError, lambda: AO(sgd, net, steps=4, momentum_correction="none"), "has no effect without momentum",
+        "momentum_correction without momentum")
+# one rank alone with a bad argument: every rank raises (that rank's message, with its rank), none waits
+refused(ValueError, lambda: AO(heavy, net, steps=4, momentum_correction="bogus" if WORLD.Get_rank() == 1 else "predict"),
+        "momentum_correction must be", "a bad momentum_correction on rank 1 only")
 stray = torch.nn.Parameter(torch.zeros(3))
 refused(ValueError, lambda: AO(torch.optim.SGD([stray], lr=0.1), model(), steps=4), "not a parameter of the module",
         "a tensor outside the module")
