@@ -3,10 +3,13 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <string>
+#include <utility>
 
 #include "asyncps/asyncps.h"
 #include "device.h"
 #include "train_worker.h"
+#include "writable_dir.h"  // (apps/common)
 
 namespace mnist_async {
 
@@ -19,15 +22,34 @@ Accuracy evaluate(asyncps::nn::Backend& backend, const asyncps::mnist::Mnist& da
   return a;
 }
 
+namespace {
+// The newest checkpoint in --logdir that reads back whole: a damaged one is reported and skipped,
+// as a training run's restore does.
+std::pair<std::filesystem::path, asyncps::CheckpointData> newest_readable(const Config& config,
+                                                                         const asyncps::ParamLayout& layout) {
+  const auto all = asyncps::list_checkpoints(config.logdir);
+  if (all.empty()) throw asyncps::ConfigError("--eval_only: no checkpoint in " + config.logdir + " (pass --checkpoint)");
+  std::string skipped;
+  for (const auto& index : all) {
+    try {
+      return {index, asyncps::read_checkpoint(index, layout)};
+    } catch (const asyncps::CheckpointError& e) {
+      std::fprintf(stderr, "asyncps: warning: %s; skipped\n", e.what());
+      skipped += std::string(skipped.empty() ? "" : "; ") + e.what();
+    }
+  }
+  throw asyncps::ConfigError("--eval_only: no checkpoint in " + config.logdir + " reads back whole (" + skipped + ")");
+}
+}  // namespace
+
 int run_eval(const Config& config) {
   const auto layout = mnist_layout();
-  std::filesystem::path index = config.checkpoint;
-  if (index.empty()) {
-    const auto all = asyncps::list_checkpoints(config.logdir);
-    if (all.empty()) throw asyncps::ConfigError("--eval_only: no checkpoint in " + config.logdir + " (pass --checkpoint)");
-    index = all.front();
-  }
-  const auto ckpt = asyncps::read_checkpoint(index, layout);
+  // the export is the last thing done: a directory that cannot take it is refused first
+  if (!config.export_dir.empty()) app_cli::check_writable_dir(config.export_dir, "--export_dir");
+  auto [index, ckpt] = config.checkpoint.empty()
+                           ? newest_readable(config, layout)
+                           : std::pair{std::filesystem::path(config.checkpoint),
+                                       asyncps::read_checkpoint(config.checkpoint, layout)};
   const auto data = [&] {
     asyncps::StallWatch watch(asyncps::setup_watch_timeout(config.library.stall_timeout), "reading the MNIST data in " + config.data_dir);
     return asyncps::mnist::load_mnist(config.data_dir);

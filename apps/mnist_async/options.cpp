@@ -139,6 +139,9 @@ void refuse_without_effect(const po::variables_map& vm, const Config& c) {
                                    " has no effect with --eval_only (it evaluates one checkpoint and trains nothing" +
                                    (flag == "restart_from" ? "; --checkpoint names the checkpoint to evaluate)" : ")"));
   }
+  if (c.eval_only && app_cli::given(vm, "checkpoint") && app_cli::given(vm, "logdir"))
+    throw asyncps::ConfigError("--logdir has no effect with --eval_only --checkpoint (the checkpoint is named; "
+                               "--logdir would only say where to look for the newest)");
   refuse_without(vm, "checkpoint", c.eval_only,
                  "--eval_only (it names the checkpoint to evaluate; training resumes from one with --restart_from)");
   refuse_without(vm, "gpu_kernels", c.device != "cpu", "--device gpu or auto");

@@ -3,7 +3,8 @@
 # Proves, with the real job under mpirun (every run under a timeout):
 #  1. a job resumes from the newest checkpoint in --logdir: step, and the run ends at the new limit;
 #     the checkpoint's EMA is the one the chief reported;
-#  2. a damaged newest checkpoint is reported by name and the previous one is used;
+#  2. a damaged newest checkpoint is reported by name and the previous one is used (by a restore
+#     and by --eval_only);
 #  3. a checkpoint written by 1 server restores onto 2 servers (re-sharded);
 #  4. --restart_from loads the given one; --eval_only evaluates it; the export loads as .npy;
 #  5. a foreign checkpoint (another model) and a directory of only damaged checkpoints are clear
@@ -40,6 +41,11 @@ grep -q "continues the EMA" "$work/resume.out" || fail "the EMA did not continue
 # damage the newest (400): one flipped byte in its shard
 shard=$(ls "$log"/ckpt-400.shard-0-of-1* | tail -1)   # the final save's shard (.final)
 printf '\xff' | dd of="$shard" bs=1 seek=100 conv=notrunc status=none
+# --eval_only without --checkpoint takes the newest that reads back whole, as a restore does
+run eval_newest "$job" --eval_only --logdir "$log" --data_dir "$data"
+[ $rc -eq 0 ] || fail "eval_only of the newest readable exited $rc"
+grep -q "ckpt-400.*checksum mismatch.*skipped" "$work/eval_newest.out" || fail "eval_only did not report the damaged ckpt-400"
+grep -q "ckpt-200.index (global step 200)" "$work/eval_newest.out" || fail "eval_only did not fall back to ckpt-200"
 run damaged "${mpirun[@]}" -np 2 "$job" "${common[@]}" --training_steps 300
 [ $rc -eq 0 ] || fail "run after damage exited $rc"
 grep -q "ckpt-400.*checksum mismatch" "$work/damaged.out" || fail "the damaged checkpoint was not reported by name"
