@@ -106,6 +106,7 @@ void validate(const Config& c) {
 
 // The --config file, whole: only a regular file (a FIFO would block the read), at most 1 MiB.
 std::string read_config_file(const std::string& path) {
+  if (path.empty()) throw asyncps::ConfigError("--config must not be empty (leave the flag out for none)");
   std::error_code ec;
   const auto st = std::filesystem::status(path, ec);
   if (ec || !std::filesystem::exists(st)) throw asyncps::ConfigError("--config: cannot read " + path + ": no such file");
@@ -268,7 +269,13 @@ std::optional<Config> parse_config(int argc, char** argv, bool print_help) {
     if (vm.count("config")) {
       const std::string path = vm["config"].as<std::string>();
       std::istringstream in(read_config_file(path));
-      const po::parsed_options from_file = po::parse_config_file(in, general);
+      const po::parsed_options from_file = [&] {
+        try {
+          return po::parse_config_file(in, general);
+        } catch (const po::error& e) {  // (named by the file, not "bad command line")
+          throw asyncps::ConfigError("--config " + path + ": " + e.what());
+        }
+      }();
       for (const auto& o : from_file.options)
         if (o.string_key == "config" || o.string_key == "help")
           throw asyncps::ConfigError("--config: " + path + " sets '" + o.string_key +
