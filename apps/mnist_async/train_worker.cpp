@@ -172,12 +172,13 @@ int run_worker(const Config& config, asyncps::Session& session) {
     if (metrics && since(last_summary) >= config.save_summaries_secs) {
       const double wall = since(start);
       const auto& tau = step_loop.staleness();
-      // (a skipped step is reported at the step it claimed: the last applied one may be far behind)
-      const double at = static_cast<double>(landed.nonfinite ? std::max(global_step, begun->global_step) : global_step);
-      metrics->write({{"global_step", at}, {"local_step", static_cast<double>(local_step)},
+      // (a skipped step is reported at the step it took, which it spent: the last applied one may
+      // be far behind, and the rate counts the steps taken)
+      const std::int64_t reached = std::max(global_step, landed.global_step);
+      metrics->write({{"global_step", static_cast<double>(reached)}, {"local_step", static_cast<double>(local_step)},
                       {"loss", loss}, {"learning_rate", lr}, {"wall_seconds", wall},
-                      {"samples_per_sec", static_cast<double>((global_step - first_step) * config.batch_size) / wall},
-                      {"global_steps_per_sec", static_cast<double>(global_step - first_step) / wall},
+                      {"samples_per_sec", static_cast<double>((reached - first_step) * config.batch_size) / wall},
+                      {"global_steps_per_sec", static_cast<double>(reached - first_step) / wall},
                       {"staleness_mean", tau.mean()}, {"staleness_p99", static_cast<double>(tau.percentile(99))},
                       {"staleness_max", static_cast<double>(tau.max())},
                       {"nonfinite_skipped", static_cast<double>(client.stats().nonfinite)}});

@@ -32,7 +32,18 @@ periodic = [l["nonfinite_skipped"] for l in lines if "nonfinite_skipped" in l]
 final = [l["job_nonfinite_skipped"] for l in lines if "job_nonfinite_skipped" in l]
 assert periodic and max(periodic) > 0, f"the chief's count never reached metrics.jsonl: {periodic[-3:]}"
 assert final == [float(sys.argv[2])], f"the job's total in metrics.jsonl: {final}, printed {sys.argv[2]}"
+steps = [l["global_step"] for l in lines if "nonfinite_skipped" in l]  # one line per chief step: each its own
+assert all(b > a for a, b in zip(steps, steps[1:])), f"a global step logged twice or backwards: {steps[:12]}"
 print(f"metrics.jsonl: the chief's count up to {max(periodic):.0f}, the job's {final[0]:.0f}")
+PY
+echo "=== one worker: each skipped step is logged at the step it took (it was logged at the last applied one)"
+timeout -k 5 60 ${ASYNCPS_TEST_MPIRUN:-mpirun --oversubscribe --bind-to none} -np 2 "$job" --data_dir "$data" \
+  --learning_rate 1e30 --training_steps 20 --logdir "$work/one" --no_restore --save_secs 0 --save_summaries_secs 0 \
+  >"$work/one.out" 2>&1 || { cat "$work/one.out"; fail "the one-worker job"; }
+$PY - "$work/one/metrics.jsonl" <<'PY' || fail "the one-worker job's metrics.jsonl"
+import json, sys
+steps = [d["global_step"] for d in map(json.loads, open(sys.argv[1])) if "nonfinite_skipped" in d]
+assert steps == [float(s) for s in range(1, 21)], f"the chief's steps as logged: {steps}"
 PY
 echo "=== the final arena, as the chief pulled it"
 $PY "$here/check_npy_finite.py" $floats "$work/final" "$work/final/ema" || fail "non-finite values in the final arena"
