@@ -151,9 +151,7 @@ const std::string& session_doc() {
 // Collective over comm: the lowest rank's non-empty `mine` ("rank N: " before it where that is
 // another rank), on every rank; "" when none has one. For what a Python wrapper checks before its
 // Session (AsyncOptimizer's arguments): every rank then raises, none waits in the Session.
-std::string first_problem(const py::object& comm_arg, const std::string& mine) {
-  check_thread("asyncps._first_problem", false);
-  const MPI_Comm comm = communicator(comm_arg);
+std::string first_problem_over(MPI_Comm comm, const std::string& mine) {
   py::gil_scoped_release unlocked;
   int rank = 0, size = 1;
   MPI_Comm_rank(comm, &rank);
@@ -168,6 +166,11 @@ std::string first_problem(const py::object& comm_arg, const std::string& mine) {
   text.resize(static_cast<std::size_t>(length));
   MPI_Bcast(text.data(), length, MPI_CHAR, first, comm);
   return first == rank ? text : "rank " + std::to_string(first) + ": " + text;
+}
+
+std::string first_problem(const py::object& comm_arg, const std::string& mine) {
+  check_thread("asyncps._first_problem", false);
+  return first_problem_over(communicator(comm_arg), mine);
 }
 
 void bind_session(py::module_& m) {
@@ -185,9 +188,11 @@ void bind_session(py::module_& m) {
              constexpr const char* call = "Session";
              check_thread(call);
              // Every argument converted (Python code may run) before anything is kept. A refusal here
-             // is this rank's alone: it is still taken to the collective, as options the library
-             // refuses on every rank (no rank is left waiting), and then raised as it was.
+             // is this rank's alone: the ranks agree on it first (first_problem_over), so every rank
+             // raises (this one as it was, the others a ConfigError with its rank and message) and
+             // none is left waiting in the Session.
              std::exception_ptr refused;
+             std::string mine;  // its message, which every rank raises (the others with its rank)
              asyncps::Options o;
              asyncps::ParamLayout layout;
              const MPI_Comm c = communicator(comm);  // (a bad communicator: nothing to agree over)
@@ -206,19 +211,22 @@ void bind_session(py::module_& m) {
                }
                // a copy taken with the GIL held: another thread may change the Layout meanwhile
                layout = layout_arg.cast<const asyncps::ParamLayout&>();
+             } catch (const std::exception& e) {
+               refused = std::current_exception();
+               mine = e.what();
              } catch (...) {
                refused = std::current_exception();
-               o = asyncps::Options{};
-               o.num_servers = 0;  // refused by validate() on every rank
+               mine = "Session: an argument was refused";
              }
              check_thread(call);  // (the conversions ran Python code: still here, and not in a tick)
+             if (mine.starts_with("asyncps: ")) mine.erase(0, 9);
+             const std::string first = first_problem_over(c, refused && mine.empty() ? "Session: refused" : mine);
+             if (refused) std::rethrow_exception(refused);  // this rank's own reason, as it was
+             if (!first.empty()) throw asyncps::ConfigError("asyncps: " + first);  // another rank's, named
              auto h = std::make_shared<SessionHandle>();
-             try {
+             {
                py::gil_scoped_release unlocked;  // collective: the other ranks may take a while
                h->session = std::make_unique<asyncps::Session>(c, std::move(layout), std::move(o));
-             } catch (const asyncps::ConfigError&) {
-               if (refused) std::rethrow_exception(refused);  // this rank's own reason, as it was
-               throw;
              }
              track(h);
              return h;

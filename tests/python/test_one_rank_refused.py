@@ -39,7 +39,8 @@ else:
 if RANK == 1:
     expect(TypeError, lambda: asyncps.Session(layout, num_servers="one"), "num_servers")
 else:
-    expect(asyncps.ConfigError, lambda: asyncps.Session(layout), "rank 1: ")
+    # (its own message: it read "rank 1: Options::num_servers must be in [1, 65536], got 0")
+    expect(asyncps.ConfigError, lambda: asyncps.Session(layout), "rank 1: Session: num_servers must be an integer")
 # 3. ParameterServer: a wrong-size initial on the server; the workers hear of it
 s = asyncps.Session(layout)
 if s.is_server:
