@@ -132,6 +132,7 @@ class ModuleArena:
         self.params = self.host_params_tensor.numpy()  # shares the memory
         self.grads = self.host_grads_tensor.numpy()
         self._named = named
+        self._module = module
 
     def params_to_device(self):
         """After a pull into arena.params: the whole arena to the module's device, one copy
@@ -191,7 +192,19 @@ class ModuleArena:
 
     def check_bound(self):
         """Raises ValueError if some parameter's data or grad no longer lives in the arena
-        (e.g. after optimizer.zero_grad(set_to_none=True) or a .to(...) of the model)."""
+        (e.g. after optimizer.zero_grad(set_to_none=True) or a .to(...) of the model), or the
+        module's trainable parameters are no longer the arena's (one replaced, added or removed)."""
+        now = [(n, p) for n, p in self._module.named_parameters() if p.requires_grad]
+        kept = {n: p for n, p in self._named}
+        for n, p in now:  # a parameter replaced (module.weight = nn.Parameter(...)) or added since
+            if kept.get(n) is not p:
+                raise ValueError(f"asyncps: ModuleArena: parameter {n} is "
+                                 f"{'a new one' if n in kept else 'not in the arena'}: the module's parameters "
+                                 "changed after the arena was built (build it after the model is complete)")
+        if len(now) != len(self._named):
+            gone = sorted(set(kept) - {n for n, _ in now})
+            raise ValueError(f"asyncps: ModuleArena: parameter(s) {', '.join(gone)} left the module (or were frozen) "
+                             "after the arena was built")
         base_p, base_g = self.params_tensor.data_ptr(), self.grads_tensor.data_ptr()
         for (name, p), t in zip(self._named, self.layout.tensors):
             if p.data_ptr() != base_p + 4 * t.offset:

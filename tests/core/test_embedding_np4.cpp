@@ -202,6 +202,7 @@ TEST_CASE("embedding rows: seeded start, exact concurrent sums, non-finite guard
   other.join();
   CHECK_THROWS_WITH(ada.set_epsilon(-1.f), Catch::Contains("eps must be finite"));
   CHECK_THROWS_WITH(ada.set_epsilon(std::nanf("")), Catch::Contains("eps must be finite"));
+  CHECK_THROWS_WITH(sum.set_epsilon(0.1f), Catch::Contains("table 'sum' uses SGD, which reads no eps"));
   // a closed worker: every call is refused, nothing is sent to freed windows
   w.finish();
   CHECK_THROWS_WITH(sum.pull_rows(untouched, zero), Catch::Contains("after finish()"));

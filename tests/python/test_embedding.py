@@ -230,6 +230,7 @@ check((st["pushes"], st["keys_pushed"], st["rows_pushed"], st["nonfinite"]) == (
 # ---- Adagrad, one row only this worker touches: acc0 0.25, g = (1, 2, 3, 4): mean(g*g) = 7.5
 ada = asyncps.EmbeddingTable(w, "ada")
 ada.epsilon = 0.5
+refused(asyncps.ConfigError, lambda: setattr(sums, "epsilon", 0.1), "reads no eps", "epsilon on an sgd table")
 ka = distinct_row_keys(ada, 2, 1000)[me:me + 1].astype(np.uint64)  # (the workers' rows differ)
 ga = np.array([[1, 2, 3, 4]], np.float32)
 ada.push_rows(ka, ga, -0.1)

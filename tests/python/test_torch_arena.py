@@ -56,6 +56,16 @@ check(ptrs == (a.params_tensor.data_ptr(), a.grads_tensor.data_ptr(), a.params.c
       "the moves leave a CPU arena's memory")
 check(a.params.ctypes.data == next(m.parameters()).data_ptr(), "arena.params is the module's memory")
 a.check_bound()
+# a parameter replaced, added or frozen after the arena was built: no longer the arena's
+changes = [(lambda m: setattr(m[0], "weight", torch.nn.Parameter(torch.zeros(3, 5))), "is a new one"),
+           (lambda m: m.append(torch.nn.Linear(2, 2)), "is not in the arena"),
+           (lambda m: m[2].bias.requires_grad_(False), "left the module")]
+for change, what in changes:
+    changed = net()
+    arena = MA(changed)
+    arena.check_bound()
+    change(changed)
+    refused(ValueError, arena.check_bound, what, f"check_bound after a change ({what})")
 
 # ---- host_mirror=True on the CPU: the device path's buffers and moves
 try:

@@ -54,6 +54,8 @@ class RowRule {
   virtual int seen_count(int dim) const noexcept = 0;
   // A scale the rule cannot use: the problem, else "". (check_scale has refused non-finite ones.)
   virtual std::string scale_problem(float scale) const { (void)scale; return {}; }
+  // Whether an update reads RowUpdate::eps (EmbeddingTable::set_epsilon has no effect otherwise).
+  virtual bool uses_eps() const noexcept { return false; }
   // Turns one row's summed gradient into the floats to add (see RowUpdate).
   virtual void update(const RowUpdate& u, const TableSpec& spec) const = 0;
   // The rule's own TableSpec fields as bits the layout hash mixes in (none: layouts hash as before).

@@ -8,6 +8,7 @@ namespace asyncps::detail {
 namespace {
 class Adagrad final : public RowRule {
  public:
+  bool uses_eps() const noexcept override { return true; }
   RowOptimizer id() const noexcept override { return RowOptimizer::Adagrad; }
   const char* name() const noexcept override { return "adagrad"; }
   const char* label() const noexcept override { return "Adagrad"; }

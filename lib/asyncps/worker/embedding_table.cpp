@@ -472,6 +472,9 @@ float EmbeddingTable::epsilon() const noexcept { return state_->eps; }
 void EmbeddingTable::set_epsilon(float eps) {
   state_->transport->enter("EmbeddingTable::set_epsilon");
   if (!std::isfinite(eps) || eps < 0) throw ConfigError("EmbeddingTable::set_epsilon: eps must be finite and >= 0");
+  if (!state_->rule->uses_eps())
+    throw ConfigError("EmbeddingTable::set_epsilon: table '" + state_->info->name + "' uses " + state_->rule->label() +
+                      ", which reads no eps (it is Adagrad's): it would have no effect");
   state_->eps = eps;
 }
 
