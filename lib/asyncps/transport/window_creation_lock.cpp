@@ -28,9 +28,7 @@ bool needs_lock() {
   return m.family == MpiFamily::OpenMpi && m.major < 5;
 }
 
-// This user's lock file for window creation on this node, named by the node as MPI names it (as
-// Open MPI's own file is: hosts that share a file system, or network namespaces on one machine,
-// each lock their own). -1 where none can be opened: then no lock is taken.
+// This node's name as MPI gives it (Open MPI names its files by it too), fit for a file name.
 std::string node_name() {
   char host[MPI_MAX_PROCESSOR_NAME] = {};
   int length = 0;
@@ -41,6 +39,9 @@ std::string node_name() {
   return node;
 }
 
+// This user's lock file for window creation on this node, named by the node (hosts that share a
+// file system, or network namespaces on one machine, each lock their own). -1 where none can be
+// opened: then no lock is taken.
 int open_lock_file(const std::string& node) {
   const std::string name = "/asyncps-window-creation-" + std::to_string(::getuid()) + "-" + node + ".lock";
   for (const char* dir : {"/dev/shm", "/tmp"}) {
