@@ -421,7 +421,7 @@ class AsyncOptimizer(_torch.optim.Optimizer):
                     if id(p) not in mine:
                         raise ValueError("asyncps: AsyncOptimizer: the optimizer updates a tensor that is not a parameter "
                                          "of the module (build it from module.parameters())")
-        except (TypeError, ValueError) as e:
+        except Exception as e:  # noqa: BLE001  (any failure here, torch's too: the others must hear of it)
             problem = e
         agreed = _first_problem(comm, "" if problem is None else str(problem).removeprefix("asyncps: "))
         if problem is not None:
