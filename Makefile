@@ -3,7 +3,8 @@
 #   make test   set up what is missing, build, and run every test with ctest
 # Other targets: make deps | test-deps | data | build | bench | convergence | bench-python | test-mpich | bench-mpi | bench-scaling | bench-embedding | sanitize
 #   | fuzz | cross-aarch64 | clean.
-# Variables: BUILD, NP, HOSTFILE, CMAKE_ARGS, ASAN_BUILD, FUZZ_BUILD, FUZZ_SECONDS, MPICH_BUILD, MPICH_CTEST_ARGS.
+# Variables: BUILD, NP, HOSTFILE, CMAKE_ARGS, CTEST_JOBS, ASAN_BUILD, FUZZ_BUILD, FUZZ_SECONDS, MPICH_BUILD,
+#   MPICH_CTEST_ARGS.
 BUILD    ?= build
 ASAN_BUILD   ?= build-asan
 FUZZ_BUILD   ?= build-fuzz
@@ -16,6 +17,10 @@ HOSTFILE ?= hostfiles/localhost
 RUN_ARGS ?=
 CMAKE_ARGS ?=
 JOBS     ?= $(shell nproc)
+# make test runs two tests at a time (on 2 cores: about 13 min of tests, not 20), whatever the
+# core count: the MPI jobs oversubscribe their cores already. The tests that time a stall or a
+# start-up run alone (RUN_SERIAL), and so do those declaring CTEST_JOBS PROCESSORS or more.
+CTEST_JOBS ?= 2
 
 # Open MPI refuses to run as root unless told; CI runs as root.
 export OMPI_ALLOW_RUN_AS_ROOT := 1
@@ -49,7 +54,7 @@ build: configure
 # earlier is configured again, so that what they brought (Slurm) is found and its tests run.
 test: test-deps data build
 	cmake $(BUILD) >/dev/null
-	cd $(BUILD) && ctest --output-on-failure --timeout 900
+	cd $(BUILD) && ctest --output-on-failure --timeout 900 -j $(CTEST_JOBS)
 
 # `run` builds only the app and what it links (a fresh `make run` skips the tests, the benchmarks
 # and the Python module; the CUDA backend, where CUDA is found, is part of the app). The demo's
