@@ -1,4 +1,5 @@
-// defines: app_cli::add_library_flags, app_cli::library_flag_names, app_cli::flag_of, app_cli::kRenamed
+// defines: app_cli::add_library_flags, app_cli::refuse_library_flags_without_effect,
+//   app_cli::library_flag_names, app_cli::flag_of, app_cli::kRenamed
 // The library's options as a program's flags, made from the library's table
 // (asyncps/option_table.h): every option of the groups a program offers becomes a flag with the
 // table's help and default, read by the library (set_option) on the command line and in a
@@ -16,8 +17,10 @@
 #include <utility>
 #include <vector>
 
+#include "asyncps/error.h"
 #include "asyncps/option_table.h"
 #include "asyncps/options.h"
+#include "flag_effect.h"
 
 namespace app_cli {
 
@@ -72,6 +75,18 @@ inline void add_library_flags(boost::program_options::options_description& flags
         [&lib, option](const std::string& text) { asyncps::set_option(lib, *option, text); });
     if (const std::string d = o.get(defaults); !d.empty()) value->default_value(d);
     flags.add_options()(flag.c_str(), value, help.c_str());
+  }
+}
+
+// A library flag given (on the command line or in a --config file) where it would have no effect
+// is refused, even at its default value (--staleness 0 without --mode ssp), as the program's own
+// flags are: ConfigError with the table's no_effect line, which names the option
+// ("Options::staleness ...": with_names makes it the flag). Run after the flags are stored.
+inline void refuse_library_flags_without_effect(const boost::program_options::variables_map& vm,
+                                                const asyncps::Options& lib, Groups groups) {
+  for (const asyncps::OptionInfo& o : asyncps::option_table()) {
+    if (!offered(o, groups) || !o.no_effect || !given(vm, flag_of(o).c_str())) continue;
+    if (std::string why = o.no_effect(lib); !why.empty()) throw asyncps::ConfigError(why);
   }
 }
 

@@ -213,6 +213,7 @@ std::optional<Config> parse_config(int argc, char** argv, bool print_help) {
   refuse_without(vm, "dump_workers", !c.dump_data.empty(), "--dump_data");
   refuse_without(vm, "initial_accumulator", c.optimizer == "adagrad", "--optimizer adagrad");
   for (const char* f : {"ftrl_l1", "ftrl_l2", "ftrl_beta"}) refuse_without(vm, f, c.optimizer == "ftrl", "--optimizer ftrl");
+  app_cli::refuse_library_flags_without_effect(vm, c.library, kLibraryGroups);
   validate(c);
   return c;
 }

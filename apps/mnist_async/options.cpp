@@ -289,6 +289,7 @@ std::optional<Config> parse_config(int argc, char** argv, bool print_help) {
   }
   app_cli::refuse_empty_values(vm);
   refuse_without_effect(vm, c);
+  app_cli::refuse_library_flags_without_effect(vm, c.library, kLibraryGroups);
   if (app_cli::given(vm, "gpu_eager")) c.gpu_flag_given = "--gpu_eager";
   else if (app_cli::given(vm, "gpu_kernels")) c.gpu_flag_given = "--gpu_kernels " + c.gpu_kernels;
   validate(c);

@@ -1,8 +1,8 @@
 // defines: asyncps::OptionInfo, OptionType, RankAgreement, option_table, find_option, set_option
 // Every option of the library (asyncps/options.h) declared once, in one table
-// (lib/asyncps/core/option_table.cpp): its key, the field it sets, its type, default, range and
-// the rule that refuses it where it would have no effect, whether every rank must be given it
-// alike, and its help. The table is what validate() checks, what the ranks compare (Session's
+// (lib/asyncps/core/option_table.cpp): its key, the field it sets, its type, default, range, the
+// rules that refuse it (a bad value; where it would have no effect), whether every rank must be
+// given it alike, and its help. The table is what validate() checks, what the ranks compare (Session's
 // constructor), what a program offers as flags, --help lines and config-file keys
 // (apps/common/library_flags.h), and Python's Session keywords: adding an option is one row here
 // and its use.
@@ -42,10 +42,20 @@ struct OptionInfo {
   // Sets the field from text (a flag's or a config file's value): ConfigError naming `field` if
   // the text is not a value of its type. Ranges are problem()'s.
   void (*parse)(Options& o, std::string_view text, std::string_view field);
-  // Empty, or why validate() refuses the value in `o` (out of range, or without effect there).
-  std::string (*problem)(const Options& o);
+  // Empty, or why the value in `o` is refused whatever it would change: out of range, or
+  // contradicting another option.
+  std::string (*bad_value)(const Options& o);
+  // nullptr where the option always takes effect; otherwise empty where it takes effect in `o`,
+  // or why it would have none there (the other options it needs), whatever its value. A program
+  // refuses such an option given on its command line even at its default (--staleness 0 without
+  // --mode ssp); from an Options alone, only a value other than the default is known to be given.
+  std::string (*no_effect)(const Options& o);
   // What the ranks compare (agree != Free).
   std::uint64_t (*fingerprint)(const Options& o);
+
+  // Empty, or why validate() refuses the value in `o`: bad_value, then no_effect where the value
+  // is not the default.
+  std::string problem(const Options& o) const;
 };
 
 // Every option, in the order validate() checks them.

@@ -89,6 +89,67 @@ TEST_CASE("a row's rule is what validate refuses", "[option-table]") {
   CHECK_THROWS_WITH(validate(o.checkpoint), find_option("keep")->problem(o));
 }
 
+// A value of the option other than its default (of its type).
+std::string other_value(const OptionInfo& o, const Options& defaults) {
+  switch (o.type) {
+    case OptionType::Bool: return o.get(defaults) == "true" ? "false" : "true";
+    case OptionType::Int: return o.key == "server_poll_us" || o.key == "wait_max_sleep_us" ? "100" : "3";
+    case OptionType::Size: return std::to_string(std::stoll(o.get(defaults)) + 4096);
+    case OptionType::Float:
+    case OptionType::Double: {
+      const double d = std::stod(o.get(defaults));
+      return std::to_string(d == 0 ? 0.5 : d / 2);
+    }
+    case OptionType::Text:
+    case OptionType::Path: return "elsewhere";
+    case OptionType::Choice: return o.key == "mode" ? "sync" : "get";
+  }
+  return {};
+}
+
+TEST_CASE("an option without effect is refused at any value other than its default, with its no_effect line",
+          "[option-table]") {
+  // where each option with a no_effect rule does nothing: the options it needs left out
+  const Options defaults;
+  int rules = 0;
+  for (const OptionInfo& o : option_table()) {
+    if (!o.no_effect) continue;
+    ++rules;
+    INFO(o.key);
+    Options without = defaults;  // the defaults give most of them nothing to act on
+    if (o.key == "server_spin_us" || o.key == "wait_max_sleep_us") without.server_progress = ServerProgress::Poll;
+    if (o.key == "staleness_lr" || o.key == "dc_lambda" || o.key == "overlap") without.mode = Mode::Sync;
+    const std::string why = o.no_effect(without);
+    CHECK_THAT(why, Catch::StartsWith(std::string(o.field)));
+    CHECK(o.problem(without).empty());  // at its default it is not known to be given
+    set_option(without, o, other_value(o, defaults));
+    CHECK(o.problem(without) == o.no_effect(without));
+    CHECK_THROWS(validate(without));
+  }
+  CHECK(rules == 11);
+  // and where they act, the same values pass
+  Options with = defaults;
+  with.mode = Mode::Ssp;
+  with.staleness = 3;
+  with.staleness_lr = true;
+  with.staleness_lr_power = 0.5f;
+  with.staleness_lr_relative = true;
+  with.dc_lambda = 0.5f;
+  with.server_progress = ServerProgress::Wake;
+  with.server_spin_us = 3;
+  with.wait_max_sleep_us = 100;
+  with.checkpoint.dir = "/tmp/ckpt";
+  with.checkpoint.keep = 3;
+  with.checkpoint.save_secs = 30;
+  with.checkpoint.restore = false;
+  for (const OptionInfo& o : option_table())
+    if (o.no_effect && o.key != "overlap") CHECK(o.no_effect(with).empty());
+  CHECK_NOTHROW(validate(with));
+  with.mode = Mode::Async;
+  with.staleness = 0;
+  CHECK(find_option("overlap")->no_effect(with).empty());
+}
+
 TEST_CASE("every option the ranks must agree on has a fingerprint that moves with its value", "[option-table]") {
   const Options defaults;
   int agreed = 0;

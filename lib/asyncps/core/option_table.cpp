@@ -1,6 +1,7 @@
 // defines: asyncps::option_table, find_option, set_option (every option of the library, one row each)
-// A row: the key, the field, the group, whether the ranks must agree, the help, and the rule that
-// refuses a value (its range, and where it would have no effect). Its type, its text form, its
+// A row: the key, the field, the group, whether the ranks must agree, the help, the rule that
+// refuses a value (its range, a contradiction) and the one that says where the option would have no
+// effect (nullptr: it always has). Its type, its text form, its
 // parsing and its fingerprint follow from the field (Field<...> below). validate.cpp runs the
 // rules; runtime/rank_agreement.cpp compares the fingerprints; apps/common/library_flags.h makes
 // the flags; python/src/bind_session.cpp the keywords.
@@ -131,11 +132,14 @@ using Rule = std::string (*)(O);
 // `fingerprint`: what the ranks compare, where it is not the value itself
 template <auto... Path>
 OptionInfo row(std::string_view key, std::string_view field, std::string_view group, RankAgreement agree,
-               std::string_view help, Rule problem, std::uint64_t (*fingerprint)(O) = nullptr) {
+               std::string_view help, Rule bad_value, Rule no_effect = nullptr,
+               std::uint64_t (*fingerprint)(O) = nullptr) {
   using F = Field<Path...>;
-  return OptionInfo{key,       field,   type_of<typename F::T>(), group, agree, help, &F::get, F::choices(),
-                    &F::parse, problem, fingerprint ? fingerprint : &F::fingerprint};
+  return OptionInfo{key,       field,     type_of<typename F::T>(), group,
+                    agree,     help,      &F::get,                  F::choices(),
+                    &F::parse, bad_value, no_effect,                fingerprint ? fingerprint : &F::fingerprint};
 }
+std::string fine(O) { return {}; }
 
 // ---- the rules' words ---------------------------------------------------------------------------
 
@@ -182,9 +186,11 @@ const OptionInfo kOptions[] = {
     row<&Options::staleness>(
         "staleness", "Options::staleness", "mode", RankAgreement::Mode, "ssp: the bound s on the clock gap",
         [](O o) {
-          if (o.staleness < 0 || o.staleness > 1000000)
-            return "Options::staleness must be in [0, 1000000], got " + std::to_string(o.staleness);
-          return unless(o.staleness == 0 || o.mode == Mode::Ssp,
+          return unless(o.staleness >= 0 && o.staleness <= 1000000,
+                        "Options::staleness must be in [0, 1000000], got " + std::to_string(o.staleness));
+        },
+        [](O o) {
+          return unless(o.mode == Mode::Ssp,
                         "Options::staleness is the SSP bound: it has no effect unless Options::mode is Ssp (got "
                         "staleness " + std::to_string(o.staleness) + ")");
         }),
@@ -192,17 +198,20 @@ const OptionInfo kOptions[] = {
         "staleness_lr", "Options::staleness_lr", "mode", RankAgreement::Mode,
         "async/ssp: scale each update by 1/max(1, staleness)^power (staleness_lr_power; 1: Zhang et al. 2016's "
         "1/staleness)",
+        fine,
         [](O o) {
-          return unless(!(o.staleness_lr && o.mode == Mode::Sync),
+          return unless(o.mode != Mode::Sync,
                         "Options::staleness_lr is for async and ssp: sync mode's updates have no staleness");
         }),
     row<&Options::staleness_lr_power>(
         "staleness_lr_power", "Options::staleness_lr_power", "mode", RankAgreement::Mode,
         "with staleness_lr: the power of the staleness the update is divided by, in (0, 2] (0.5: 1/sqrt(staleness))",
         [](O o) {
-          if (!(std::isfinite(o.staleness_lr_power) && o.staleness_lr_power > 0 && o.staleness_lr_power <= 2))
-            return "Options::staleness_lr_power must be in (0, 2], got " + show(o.staleness_lr_power);
-          return unless(o.staleness_lr || o.staleness_lr_power == Options{}.staleness_lr_power,
+          return unless(std::isfinite(o.staleness_lr_power) && o.staleness_lr_power > 0 && o.staleness_lr_power <= 2,
+                        "Options::staleness_lr_power must be in (0, 2], got " + show(o.staleness_lr_power));
+        },
+        [](O o) {
+          return unless(o.staleness_lr,
                         "Options::staleness_lr_power has no effect unless Options::staleness_lr is on (got power " +
                             show(o.staleness_lr_power) + ")");
         }),
@@ -210,8 +219,9 @@ const OptionInfo kOptions[] = {
         "staleness_lr_relative", "Options::staleness_lr_relative", "mode", RankAgreement::Mode,
         "with staleness_lr: scale by ((1 + mean staleness) / (1 + staleness))^power instead (the mean: W - 1 for W "
         "async workers): only updates staler than the mean are damped, a straggler's most",
+        fine,
         [](O o) {
-          return unless(o.staleness_lr || !o.staleness_lr_relative,
+          return unless(o.staleness_lr,
                         "Options::staleness_lr_relative has no effect unless Options::staleness_lr is on");
         }),
     row<&Options::dc_lambda>(
@@ -219,18 +229,21 @@ const OptionInfo kOptions[] = {
         "async/ssp: delay-compensated updates (DC-ASGD, Zheng et al. 2017): push g + lambda*g*g*(w_now - w_read), "
         "one more read of the parameters per step (0: off)",
         [](O o) {
-          if (!in_range(o.dc_lambda, 0, 1e6)) return "Options::dc_lambda must be in [0, 1e6], got " + show(o.dc_lambda);
-          return unless(o.dc_lambda == 0 || o.mode != Mode::Sync,
+          return unless(in_range(o.dc_lambda, 0, 1e6), "Options::dc_lambda must be in [0, 1e6], got " + show(o.dc_lambda));
+        },
+        [](O o) {
+          return unless(o.mode != Mode::Sync,
                         "Options::dc_lambda is for async and ssp: sync mode has no delay to compensate");
         }),
     row<&Options::overlap>(
         "overlap", "Options::overlap", "mode", RankAgreement::Other,
         "async only: the next step's claim and pull fly while this gradient is computed (one step more staleness); "
         "the push flies during the next compute with or without it",
+        fine,
         [](O o) {
-          if (o.overlap && o.mode == Mode::Sync)
+          if (o.mode == Mode::Sync)
             return std::string("Options::overlap is for async: a sync round cannot start before the last one is applied");
-          return unless(!(o.overlap && o.mode == Mode::Ssp),
+          return unless(o.mode != Mode::Ssp,
                         "Options::overlap is for async: it would have no effect in SSP, whose push already flies "
                         "during the next compute (and whose next claim waits for the clock bound)");
         }),
@@ -272,9 +285,12 @@ const OptionInfo kOptions[] = {
         "server_spin_us", "Options::server_spin_us", "transport", RankAgreement::Free,
         "wake: a server keeps entering MPI this long after bytes last arrived, in microseconds",
         [](O o) {
-          if (o.server_spin_us < 0 || o.server_spin_us > 1000000)
-            return "Options::server_spin_us must be in [0, 1000000] microseconds, got " + std::to_string(o.server_spin_us);
-          return unless(o.server_spin_us == 0 || o.server_progress != ServerProgress::Poll,
+          return unless(o.server_spin_us >= 0 && o.server_spin_us <= 1000000,
+                        "Options::server_spin_us must be in [0, 1000000] microseconds, got " +
+                            std::to_string(o.server_spin_us));
+        },
+        [](O o) {
+          return unless(o.server_progress != ServerProgress::Poll,
                         "Options::server_spin_us has no effect with Options::server_progress Poll (it is Wake's spin)");
         }),
     row<&Options::wait_spin_us>(
@@ -293,12 +309,14 @@ const OptionInfo kOptions[] = {
           if (o.wait_max_sleep_us < -1 || o.wait_max_sleep_us > 1000000)
             return "Options::wait_max_sleep_us must be -1 (auto) or in [0, 1000000] microseconds, got " +
                    std::to_string(o.wait_max_sleep_us);
-          if (sleeps_past_beats(o.wait_max_sleep_us, o))
-            return "Options::wait_max_sleep_us " + std::to_string(o.wait_max_sleep_us) +
-                   " exceeds the heartbeat interval of Options::stall_timeout " + show(o.stall_timeout) + " (" +
-                   std::to_string(beat_interval_us(o)) +
-                   " microseconds): a waiting worker would be named stalled while it sleeps";
-          return unless(o.wait_max_sleep_us == -1 || o.server_progress != ServerProgress::Poll,
+          return unless(!sleeps_past_beats(o.wait_max_sleep_us, o),
+                        "Options::wait_max_sleep_us " + std::to_string(o.wait_max_sleep_us) +
+                            " exceeds the heartbeat interval of Options::stall_timeout " + show(o.stall_timeout) +
+                            " (" + std::to_string(beat_interval_us(o)) +
+                            " microseconds): a waiting worker would be named stalled while it sleeps");
+        },
+        [](O o) {
+          return unless(o.server_progress != ServerProgress::Poll,
                         "Options::wait_max_sleep_us has no effect with Options::server_progress Poll (a waiting "
                         "worker spins there)");
         }),
@@ -314,7 +332,7 @@ const OptionInfo kOptions[] = {
         "timeline", "Options::timeline", "diagnostics", RankAgreement::Other,
         "write every rank's spans (pull, compute, push, waits, server activity, saves) to this file as Chrome "
         "trace-event JSON (Perfetto, chrome://tracing); written by rank 0 at the end",
-        [](O o) { return no_nul(o.timeline, "Options::timeline"); },
+        [](O o) { return no_nul(o.timeline, "Options::timeline"); }, nullptr,
         // whether it is set (every rank then records its spans), not where rank 0 writes them
         [](O o) -> std::uint64_t { return o.timeline.empty() ? 0 : 1; }),
     row<&Options::stall_timeout>(
@@ -337,23 +355,27 @@ const OptionInfo kOptions[] = {
         "before, whose index is gone; files an earlier run wrote are never deleted)",
         [](O o) {
           const int keep = o.checkpoint.keep;
-          if (keep < 1 || keep > limits::kMaxCheckpointsKept)
-            return "Options::checkpoint.keep must be in [1, " + std::to_string(limits::kMaxCheckpointsKept) +
-                   "] (the final checkpoint is one of those kept), got " + std::to_string(keep);
-          return unless(!o.checkpoint.dir.empty() || keep == CheckpointOptions{}.keep,
+          return unless(keep >= 1 && keep <= limits::kMaxCheckpointsKept,
+                        "Options::checkpoint.keep must be in [1, " + std::to_string(limits::kMaxCheckpointsKept) +
+                            "] (the final checkpoint is one of those kept), got " + std::to_string(keep));
+        },
+        [](O o) {
+          return unless(!o.checkpoint.dir.empty(),
                         "Options::checkpoint.keep has no effect without Options::checkpoint.dir (nothing is saved), "
-                        "got " + std::to_string(keep));
+                        "got " + std::to_string(o.checkpoint.keep));
         }),
     row<&Options::checkpoint, &CheckpointOptions::save_secs>(
         "save_secs", "Options::checkpoint.save_secs", "checkpoint", RankAgreement::Checkpoint,
         "servers checkpoint this often, in seconds, when the step or the rows moved (0: only at the end)",
         [](O o) {
-          const double s = o.checkpoint.save_secs;
-          if (!in_range(s, 0, limits::kMaxSeconds))
-            return "Options::checkpoint.save_secs must be in [0, 1e9] seconds (0: only at the end), got " + show(s);
-          return unless(!o.checkpoint.dir.empty() || s == CheckpointOptions{}.save_secs,
+          return unless(in_range(o.checkpoint.save_secs, 0, limits::kMaxSeconds),
+                        "Options::checkpoint.save_secs must be in [0, 1e9] seconds (0: only at the end), got " +
+                            show(o.checkpoint.save_secs));
+        },
+        [](O o) {
+          return unless(!o.checkpoint.dir.empty(),
                         "Options::checkpoint.save_secs has no effect without Options::checkpoint.dir (nothing is "
-                        "saved), got " + show(s));
+                        "saved), got " + show(o.checkpoint.save_secs));
         }),
     row<&Options::checkpoint, &CheckpointOptions::dir>(
         "checkpoint_dir", "Options::checkpoint.dir", "checkpoint", RankAgreement::Checkpoint,
@@ -369,11 +391,12 @@ const OptionInfo kOptions[] = {
         "resume from the newest valid checkpoint in the checkpoint directory (false: start afresh; those the run "
         "would overwrite are moved into earlier-run-<time>/, never overwritten)",
         [](O o) {
-          if (o.checkpoint.restore) return std::string();
-          if (!o.checkpoint.restart_from.empty())
-            return "Options::checkpoint.restart_from names a checkpoint to start from, which contradicts "
-                   "Options::checkpoint.restore set to start afresh: give one of them (restart_from " +
-                   o.checkpoint.restart_from.string() + ")";
+          return unless(o.checkpoint.restore || o.checkpoint.restart_from.empty(),
+                        "Options::checkpoint.restart_from names a checkpoint to start from, which contradicts "
+                        "Options::checkpoint.restore set to start afresh: give one of them (restart_from " +
+                            o.checkpoint.restart_from.string() + ")");
+        },
+        [](O o) {
           return unless(!o.checkpoint.dir.empty(),
                         "Options::checkpoint.restore set to start afresh has no effect without "
                         "Options::checkpoint.dir (there is nothing to restore and nothing is saved)");
@@ -391,5 +414,11 @@ const OptionInfo* find_option(std::string_view key) {
 }
 
 void set_option(Options& o, const OptionInfo& option, std::string_view text) { option.parse(o, text, option.field); }
+
+std::string OptionInfo::problem(const Options& o) const {
+  if (std::string p = bad_value(o); !p.empty()) return p;
+  static const Options defaults;
+  return no_effect && get(o) != get(defaults) ? no_effect(o) : std::string();
+}
 
 }  // namespace asyncps
