@@ -156,6 +156,9 @@ void refuse_without_effect(const po::variables_map& vm, const Config& c) {
   refuse_without(vm, "beta2", opt == "adam", "--optimizer adam");
   refuse_without(vm, "epsilon", opt == "adam" || opt == "adagrad", "--optimizer adam or adagrad");
   refuse_without(vm, "initial_accumulator", opt == "adagrad", "--optimizer adagrad");
+  if (app_cli::given(vm, "weight_prediction") && opt == "momentum" && c.optimizer.momentum_correction == "predict")
+    throw asyncps::ConfigError("--weight_prediction has no effect with --optimizer momentum and its default "
+                               "--momentum_correction predict, which predicts the weights already");
 }
 
 }  // namespace

@@ -408,6 +408,10 @@ class AsyncOptimizer(_torch.optim.Optimizer):
             if weight_prediction and session_options.get("mode") == "sync":
                 raise ValueError("asyncps: AsyncOptimizer: weight_prediction is for async and ssp: a sync round's "
                                  "parameters do not move while it computes")
+            if weight_prediction and momentum_correction == "predict" and any(
+                    g.get("momentum") for g in optimizer.param_groups):
+                raise ValueError("asyncps: AsyncOptimizer: weight_prediction=True has no effect with momentum and "
+                                 "momentum_correction='predict' (the default), which predicts the weights already")
             # (torch.optim.Optimizer's own __init__ is not called: the wrapped optimizer holds the
             # parameter groups and the state; an LR scheduler built on this one changes the wrapped one's)
             self.optimizer = optimizer

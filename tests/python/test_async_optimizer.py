@@ -66,6 +66,8 @@ refused(ValueError, lambda: AO(heavy, net, steps=4, momentum_correction="stalene
         "has no effect with mode='sync'", "momentum_correction in sync mode")
 refused(ValueError, lambda: AO(sgd, net, steps=4, momentum_correction="none"), "has no effect without momentum",
         "momentum_correction without momentum")
+refused(ValueError, lambda: AO(heavy, net, steps=4, weight_prediction=True), "weight_prediction=True has no effect with "
+        "momentum and momentum_correction='predict'", "weight_prediction beside momentum's own prediction")
 # one rank alone with a bad argument: every rank raises (that rank's message, with its rank), none waits
 refused(ValueError, lambda: AO(heavy, net, steps=4, momentum_correction="bogus" if WORLD.Get_rank() == 1 else "predict"),
         "momentum_correction must be", "a bad momentum_correction on rank 1 only")
