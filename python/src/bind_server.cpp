@@ -37,29 +37,34 @@ void bind_server(py::module_& m) {
              check_thread(call);
              std::shared_ptr<SessionHandle> session = session_arg(session_obj, call);
              const std::size_t floats = session->get(call, false).layout().size();
-             // A refusal here is this rank's alone: it still takes part in the collective, with
-             // arguments the library refuses on every rank (no rank is left waiting), and is then
-             // raised as it was.
+             // A refusal here is this rank's alone: every rank agrees on it first (the workers'
+             // WorkerClient too), so every rank raises, this one as it was and the others with its
+             // message and rank, and none enters the library's collective.
              std::exception_ptr refused;
-             std::int64_t step = -1;
+             std::string mine;
+             std::int64_t step = 0;
              std::optional<FloatBuffer> init;
              try {
                step = int64_arg(initial_step, call, "initial_step");
                // (may run Python code: the session is looked up again below)
                init.emplace(float_buffer(initial, floats, "ParameterServer: initial", false));
+             } catch (const std::exception& e) {
+               refused = std::current_exception();
+               mine = e.what();
              } catch (...) {
                refused = std::current_exception();
-               step = -1;  // refused by the library on every rank
              }
              asyncps::Session& s = session->get(call, false);
+             if (mine.starts_with("asyncps: ")) mine.erase(0, 9);
+             const std::string first =
+                 first_problem_over(s.comm(), refused && mine.empty() ? "ParameterServer: refused" : mine);
+             if (refused) std::rethrow_exception(refused);
+             if (!first.empty()) throw asyncps::ConfigError("asyncps: " + first);
              auto h = std::make_shared<ServerHandle>();
              h->attach(std::move(session));
-             try {
+             {
                py::gil_scoped_release unlocked;
-               h->server = std::make_unique<asyncps::ParameterServer>(s, init ? init->span : std::span<const float>{}, step);
-             } catch (const asyncps::ConfigError&) {
-               if (refused) std::rethrow_exception(refused);
-               throw;
+               h->server = std::make_unique<asyncps::ParameterServer>(s, init->span, step);
              }
              track(h);
              return h;

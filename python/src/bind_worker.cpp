@@ -73,6 +73,10 @@ void bind_worker(py::module_& m) {
                                     type_name(session_obj) + ")");
              auto session = session_obj.cast<std::shared_ptr<SessionHandle>>();
              asyncps::Session& s = session->get(call, false);
+             // (the servers' ParameterServer agrees first on what its binding refused: this rank
+             // hears it here and raises it, named, before the library's collective)
+             if (const std::string first = first_problem_over(s.comm(), ""); !first.empty())
+               throw asyncps::ConfigError("asyncps: " + first);
              auto h = std::make_shared<WorkerHandle>();
              h->attach(std::move(session));
              {

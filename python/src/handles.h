@@ -195,4 +195,10 @@ void bind_worker(pybind11::module_& m);
 void bind_table(pybind11::module_& m);
 void bind_summary(pybind11::module_& m);
 
+// Collective over comm: the lowest rank's non-empty `mine` ("rank N: " before it where that is
+// another rank), on every rank; "" when none has one (bind_session.cpp). A constructor whose
+// arguments this rank's binding refused agrees on it first, so every rank raises with the real
+// message and none waits in the library's collective.
+std::string first_problem_over(MPI_Comm comm, const std::string& mine);
+
 }  // namespace asyncps_python

@@ -47,8 +47,11 @@ if s.is_server:
     expect(ValueError, lambda: asyncps.ParameterServer(s, np.zeros(15, np.float32)), "initial")
     expect(TypeError, lambda: asyncps.ParameterServer(s, np.zeros(16, np.float32), initial_step="0"), "initial_step")
 else:
-    expect(asyncps.ConfigError, lambda: asyncps.WorkerClient(s), "rank 0: ")
-    expect(asyncps.ConfigError, lambda: asyncps.WorkerClient(s), "rank 0: ")
+    # the server binding's own message (it read "initial parameters have 0 floats", "initial_step
+    # must be in [0, 2^62], got -1")
+    expect(asyncps.ConfigError, lambda: asyncps.WorkerClient(s), "rank 0: ParameterServer: initial must be a "
+           "C-contiguous float32 buffer of 16 elements (got 15 elements)")
+    expect(asyncps.ConfigError, lambda: asyncps.WorkerClient(s), "rank 0: ParameterServer: initial_step must be")
 # 4. and the job still works and ends: one real round
 if s.is_server:
     ps = asyncps.ParameterServer(s, np.ones(16, np.float32))
