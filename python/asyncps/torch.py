@@ -246,7 +246,10 @@ class TableEmbeddingBag(_torch.nn.Module):
                             f"(got {type(table).__name__})")
         if mode not in ("sum", "mean", "max"):
             raise ValueError(f"asyncps: TableEmbeddingBag: mode must be 'sum', 'mean' or 'max', got {mode!r}")
-        self.table, self.mode, self.include_last_offset = table, mode, bool(include_last_offset)
+        if not isinstance(include_last_offset, bool):
+            raise TypeError(f"asyncps: TableEmbeddingBag: include_last_offset must be a bool "
+                            f"(got {type(include_last_offset).__name__})")
+        self.table, self.mode, self.include_last_offset = table, mode, include_last_offset
         self.embedding_dim = table.dim
         self._looked_up = []  # (distinct keys, their rows: a leaf tensor that collects the gradient)
 

@@ -280,6 +280,8 @@ if me == 0:
     refused(TypeError, lambda: asyncps.torch.TableEmbeddingBag(object()), "must be an asyncps.EmbeddingTable",
             "TableEmbeddingBag(object)")
     refused(ValueError, lambda: asyncps.torch.TableEmbeddingBag(bag_table, mode="prod"), "mode", "mode='prod'")
+    refused(TypeError, lambda: asyncps.torch.TableEmbeddingBag(bag_table, include_last_offset=1),
+            "include_last_offset must be a bool", "include_last_offset=1")
     refused(TypeError, lambda: mine(torch.zeros(2, 3)), "int64 or int32", "forward(float ids)")
     with torch.no_grad():
         mine(torch.tensor([[1, 2]]))
