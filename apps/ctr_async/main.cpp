@@ -220,6 +220,7 @@ int main(int argc, char** argv) {
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     const auto config = ctr_async::parse_config(argc, argv, /*print_help=*/rank == 0);
     if (!config) return 0;  // --help
+    app_cli::refuse_flags_differing_between_ranks(MPI_COMM_WORLD, config->shared_flags);  // (an MPMD launch)
     if (!config->dump_data.empty()) return rank == 0 ? ctr_async::dump_data(*config) : 0;
     if (config->allreduce) return ctr_async::run_allreduce(*config);
     if (!config->logdir.empty()) app_cli::check_writable_dir(config->logdir, "--logdir");  // every rank: its host's

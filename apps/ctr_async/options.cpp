@@ -215,6 +215,11 @@ std::optional<Config> parse_config(int argc, char** argv, bool print_help) {
   for (const char* f : {"ftrl_l1", "ftrl_l2", "ftrl_beta"}) refuse_without(vm, f, c.optimizer == "ftrl", "--optimizer ftrl");
   app_cli::refuse_library_flags_without_effect(vm, c.library, kLibraryGroups);
   validate(c);
+  // each rank's own: the help, how much it logs, paths on its host (--optimizer: as resolved, either name)
+  c.shared_flags = app_cli::flag_texts(general, vm, {"help", "verbose", "logdir", "export_dir", "row_optimizer"},
+                                       kLibraryGroups);
+  for (auto& [flag, text] : c.shared_flags)
+    if (flag == "optimizer") text = c.optimizer;
   return c;
 }
 

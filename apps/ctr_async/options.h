@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "asyncps/session.h"
+#include "rank_flags.h"
 #include "clicks.h"
 #include "model.h"
 
@@ -36,6 +37,8 @@ struct Config {
   int dump_workers = 2;
   std::string logdir;            // checkpoints (the dense weights and the tables' rows) go here; empty: none
   std::string export_dir;        // server 0 writes the final checkpoint as .npy files here (needs logdir)
+  // the flags every rank must be given alike, as text (app_cli::refuse_flags_differing_between_ranks)
+  app_cli::FlagTexts shared_flags;
   ClickConfig data;              // --vocab, --zipf, --seed
   asyncps::Options library;      // --ps, --stall_timeout, --server_progress, --server_poll_us, checkpoints
   ModelShape shape() const;

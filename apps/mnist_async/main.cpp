@@ -25,6 +25,7 @@ int main(int argc, char** argv) {
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     const auto config = mnist_async::parse_config(argc, argv, /*print_help=*/rank == 0);
     if (!config) return 0;  // --help
+    app_cli::refuse_flags_differing_between_ranks(MPI_COMM_WORLD, config->shared_flags);  // (an MPMD launch)
     if (config->eval_only) return rank == 0 ? mnist_async::run_eval(*config) : 0;
     app_cli::check_writable_dir(config->logdir, "--logdir");  // every rank: its host's logdir
     if (!config->export_dir.empty() && rank == config->library.num_servers)  // the chief exports at the end: fail now

@@ -296,6 +296,11 @@ std::optional<Config> parse_config(int argc, char** argv, bool print_help) {
   if (app_cli::given(vm, "gpu_eager")) c.gpu_flag_given = "--gpu_eager";
   else if (app_cli::given(vm, "gpu_kernels")) c.gpu_flag_given = "--gpu_kernels " + c.gpu_kernels;
   validate(c);
+  // each rank's own: paths on its host, the help, how much it logs, the device it computes on
+  c.shared_flags = app_cli::flag_texts(general, vm,
+                                       {"help", "config", "logdir", "data_dir", "export_dir", "checkpoint", "verbose",
+                                        "device", "gpu_kernels", "gpu_eager"},
+                                       kLibraryGroups);
   return c;
 }
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "app_cli.h"
+#include "rank_flags.h"
 #include "asyncps/session.h"
 #include "optimizer.h"
 
@@ -45,6 +46,8 @@ struct Config {
   std::string checkpoint;  // --eval_only: the index to evaluate (default: newest in --logdir)
   bool verbose = false;
   asyncps::Options library;  // --ps, --mode, --stall_timeout, ...: the library's table (app_cli::add_library_flags)
+  // the flags every rank must be given alike, as text (app_cli::refuse_flags_differing_between_ranks)
+  app_cli::FlagTexts shared_flags;
 };
 
 // The library names its own API in messages (Options::num_servers, ...): the same message in
