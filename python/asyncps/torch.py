@@ -435,6 +435,13 @@ class AsyncOptimizer(_torch.optim.Optimizer):
             raise problem
         if agreed:
             raise ValueError(f"asyncps: {agreed}")
+        # ... and on the wrapper's own settings: every rank the same (the Session compares its options)
+        ours = f"steps={steps}, momentum_correction={momentum_correction!r}, weight_prediction={weight_prediction}"
+        at0 = _first_problem(comm, ours).removeprefix("rank 0: ")  # (every rank gives one: rank 0's)
+        agreed = _first_problem(comm, "" if ours == at0 else f"AsyncOptimizer: {ours} here, but {at0} on rank 0: every "
+                                "rank must give the same steps, momentum_correction and weight_prediction")
+        if agreed:
+            raise ValueError(f"asyncps: {agreed}")
         # A parameter the loss never reached keeps grad None in plain PyTorch, and its optimizer
         # skips it (no weight decay, no momentum). Here every gradient is a view of the arena; a
         # hook on each trainable parameter notes which ones backward() reached since the last step.
