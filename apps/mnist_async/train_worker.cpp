@@ -202,26 +202,39 @@ int run_worker(const Config& config, asyncps::Session& session) {
                 roles.worker_index(), static_cast<long long>(local_step), wall, compute_seconds, on_gpu,
                 st.pull_seconds, st.push_seconds + st.wait_seconds, st.mode_wait_seconds, peak_rss_mb());
   }
+  // The chief evaluates now, with the arena final, and reports once the job has ended well
+  // (client.finish(): the servers' final save): a job that a stall or a failed save ends shows no
+  // "After ..." or "Done" line.
   std::int64_t steps = 0;
+  double samples_per_sec = 0;
+  Accuracy plain{}, averaged{};
+  struct Evaluated {
+    const Snapshot* snap;
+    Accuracy plain, averaged;
+  };
+  std::vector<Evaluated> evaluated;
   if (chief) {
     client.pull(params);
     steps = client.global_step();
     // a sync step is one round: every worker contributed a batch
     const double per_step = config.batch_size * (config.library.mode == asyncps::Mode::Sync ? roles.num_workers() : 1);
-    const double samples_per_sec = static_cast<double>(steps - first_step) * per_step / wall;
-    const Accuracy plain = evaluate(*backend, data, params);
-    const Accuracy averaged = evaluate(*backend, data, ema->average());
+    samples_per_sec = static_cast<double>(steps - first_step) * per_step / wall;
+    plain = evaluate(*backend, data, params);
+    averaged = evaluate(*backend, data, ema->average());
+    for (const Snapshot& snap : snapshots)  // the snapshots: accuracy against global steps and wall time
+      evaluated.push_back({&snap, evaluate(*backend, data, snap.params), evaluate(*backend, data, snap.shadow)});
+  }
+  client.finish();
+  if (chief) {
     std::printf("After %lld global steps, validation accuracy %.4f (EMA %.4f), test accuracy %.4f (EMA %.4f)\n",
                 static_cast<long long>(steps), plain.validation, averaged.validation, plain.test, averaged.test);
-    // the snapshots: accuracy against global steps and wall time, and when it first reached the target
-    const Snapshot* reached = nullptr;
-    for (const Snapshot& snap : snapshots) {
-      const Accuracy a = evaluate(*backend, data, snap.params), e = evaluate(*backend, data, snap.shadow);
+    const Snapshot* reached = nullptr;  // when it first reached the target
+    for (const auto& [snap, a, e] : evaluated) {
       std::printf("eval: global step %lld at %.3f s: test accuracy %.4f (EMA %.4f)\n",
-                  static_cast<long long>(snap.global_step), snap.seconds, a.test, e.test);
-      metrics->write({{"eval_global_step", static_cast<double>(snap.global_step)}, {"eval_seconds", snap.seconds},
+                  static_cast<long long>(snap->global_step), snap->seconds, a.test, e.test);
+      metrics->write({{"eval_global_step", static_cast<double>(snap->global_step)}, {"eval_seconds", snap->seconds},
                       {"eval_test_accuracy", a.test}, {"eval_test_accuracy_ema", e.test}});
-      if (!reached && a.test >= config.eval_target) reached = &snap;
+      if (!reached && a.test >= config.eval_target) reached = snap;
     }
     if (config.eval_every > 0) {
       if (reached)
@@ -239,9 +252,6 @@ int run_worker(const Config& config, asyncps::Session& session) {
                     {"samples_per_sec", samples_per_sec}, {"validation_accuracy", plain.validation},
                     {"validation_accuracy_ema", averaged.validation}, {"test_accuracy", plain.test},
                     {"test_accuracy_ema", averaged.test}, {"workers", static_cast<double>(roles.num_workers())}});
-  }
-  client.finish();
-  if (chief) {
     const auto& tau = step_loop.job_staleness();
     std::printf("Staleness over %llu updates (%s): mean %.2f, p50 %lld, p99 %lld, max %lld; the chief waited %.3f s for "
                 "other workers\n",

@@ -4,7 +4,8 @@
 #  1. failed periodic saves are warnings: training goes on, the next save after space returns
 #     succeeds, the final save counts, the job exits 0 and its checkpoint evaluates;
 #  2. a final save that cannot be written ends the job non-zero on every rank with one clear
-#     line, and the checkpoints saved before are byte for byte intact and restorable.
+#     line (the chief prints no "After ..." or "Done" result), and the checkpoints saved before are
+#     byte for byte intact and restorable.
 # Needs root (mount); runs as part of `make test` here and in CI, which run as root.
 set -u
 job=$1; data=$2; work=$3
@@ -53,6 +54,7 @@ echo "final: [exit $rc] $(grep -m1 '^asyncps: the final' "$work/final.out")"
 [ $rc -ne 0 ] && [ $rc -ne 124 ] && [ $rc -ne 137 ] || fail "a failed final save must end the job non-zero (exit $rc)"
 grep -Eq "asyncps: the final checkpoint of global step $s2 could not be saved \(.*No space left on device.*\); the checkpoints saved before are intact" \
   "$work/final.out" || { tail -20 "$work/final.out"; fail "no clear line for the failed final save"; }
+! grep -Eq "^(After [0-9]+ global steps|Done:)" "$work/final.out" || fail "the chief reported the run done though its final save failed"
 [ "$before" = "$(cd "$log" && md5sum ckpt-* | sort)" ] || fail "the checkpoints saved before changed"
 timeout 60 "$job" --eval_only --data_dir "$data" --logdir "$log" >"$work/eval2.out" 2>&1 || fail "the older checkpoint no longer evaluates"
 grep -q "ckpt-$s1" "$work/eval2.out" || { cat "$work/eval2.out"; fail "eval did not use ckpt-$s1"; }
