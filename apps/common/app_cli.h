@@ -3,7 +3,10 @@
 // log lines: one-line flag errors, Boost.Program_options' placeholder guard, and the library's
 // API names rewritten as each program's flags. Header-only; the library never names a flag.
 #pragma once
+#include <charconv>
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <regex>
 #include <sstream>
@@ -36,11 +39,16 @@ inline void require(bool ok, const std::string& message) {
   if (!ok) throw asyncps::ConfigError(message);
 }
 
-// A double as a user wrote it (1e+39, nan, 0.1).
+// A double as a user wrote it (1e+39, nan, 0.1, 1000001, 0.4999999): six digits where they read
+// back as the same value, else the shortest text that does (a value just out of range is never
+// shown as one in range).
 inline std::string show(double v) {
   std::ostringstream s;
   s << v;
-  return s.str();
+  if (std::isnan(v) || std::strtod(s.str().c_str(), nullptr) == v) return s.str();
+  char buf[32];
+  const auto r = std::to_chars(buf, buf + sizeof buf, v);
+  return std::string(buf, r.ptr);
 }
 
 // Boost.Program_options builds its error messages by replacing "%canonical_option%",

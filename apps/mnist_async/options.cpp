@@ -55,13 +55,14 @@ void validate(const Config& c) {
   require(c.batch_size <= 65536, "--batch_size must be at most 65536, got " + std::to_string(c.batch_size));
   // every float the workers compute with must be a finite float, not only a finite double
   constexpr double kFloatMax = std::numeric_limits<float>::max();
+  const std::string float_max = "3.40282e+38";  // (as people write it: show() would give all 17 digits)
   require(std::isfinite(c.learning_rate) && c.learning_rate > 0 && c.learning_rate <= kFloatMax,
-          "--learning_rate must be a positive finite number (at most " + show(kFloatMax) + ", a float), got " +
+          "--learning_rate must be a positive finite number (at most " + float_max + ", a float), got " +
               show(c.learning_rate));
   require(std::isfinite(c.learning_rate_decay) && c.learning_rate_decay > 0 && c.learning_rate_decay <= 1,
           "--learning_rate_decay must be in (0, 1], got " + show(c.learning_rate_decay));
   require(std::isfinite(c.l2) && c.l2 >= 0 && c.l2 <= kFloatMax,
-          "--l2 must be a finite number in [0, " + show(kFloatMax) + "] (a float), got " + show(c.l2));
+          "--l2 must be a finite number in [0, " + float_max + "] (a float), got " + show(c.l2));
   require(c.training_steps > 0 && c.training_steps <= (std::int64_t{1} << 50),
           "--training_steps must be in [1, 2^50], got " + std::to_string(c.training_steps));
   require(c.seed >= 0, "--seed must be >= 0, got " + std::to_string(c.seed));

@@ -82,7 +82,8 @@ struct RowPush {
 };
 
 // The row `key` is hashed into in a table of `rows` rows: mix64(key) mod rows (EmbeddingTable::row_of).
-std::uint64_t table_row(std::uint64_t key, std::uint64_t rows) noexcept;
+// ConfigError where rows is 0.
+std::uint64_t table_row(std::uint64_t key, std::uint64_t rows);
 // Float `col` of row `row` as the servers start `table` (col >= dim: its optimizer's state), for code
 // that keeps a copy of a table itself (a baseline, a reader of exported rows).
 float table_initial_value(const TableInfo& table, std::uint64_t row, int col) noexcept;

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "asyncps/embedding_table.h"
 #include "asyncps/error.h"
 #include "asyncps/param_layout.h"
 #include "asyncps/roles.h"
@@ -160,6 +161,14 @@ TEST_CASE("tables: declared apart from the arena, refused when out of range, par
                     Catch::Contains("unknown RowOptimizer"));
   CHECK_THROWS_WITH(l.add_table("a/b", {.rows = 5, .dim = 2}), Catch::Contains("table name"));
   CHECK_THROWS_WITH(l.table("nope"), Catch::Contains("no embedding table named"));
+}
+
+TEST_CASE("table_row hashes a key into [0, rows) and refuses a table of no rows", "[table]") {
+  for (std::uint64_t key : {0ull, 1ull, 12345ull, ~0ull}) {
+    CHECK(asyncps::table_row(key, 1) == 0);
+    CHECK(asyncps::table_row(key, 97) < 97);
+  }
+  CHECK_THROWS_AS(asyncps::table_row(5, 0), asyncps::ConfigError);  // (it divided by zero: SIGFPE)
 }
 
 TEST_CASE("row plan: contiguous row ranges per server, every row on exactly one", "[plan][table]") {

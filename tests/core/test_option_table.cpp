@@ -78,6 +78,19 @@ TEST_CASE("set_option reads each type, and names the field when the text is not 
   CHECK(o.staleness == 3);  // a refused text changes nothing
 }
 
+TEST_CASE("a value just out of range is shown as given, never rounded into the range", "[option-table]") {
+  Options o;
+  o.stall_timeout = 1000001;
+  CHECK_THROWS_WITH(validate(o), Catch::EndsWith("got 1000001"));
+  o.stall_timeout = 0.4999999;
+  CHECK_THROWS_WITH(validate(o), Catch::EndsWith("got 0.4999999"));
+  o = Options{};
+  o.dc_lambda = 1000000.1f;  // (a float: as a float, 1000000.1)
+  CHECK_THROWS_WITH(validate(o), Catch::EndsWith("got 1000000.1"));
+  o.dc_lambda = 2e6f;
+  CHECK_THROWS_WITH(validate(o), Catch::EndsWith("got 2e+06"));
+}
+
 TEST_CASE("a row's rule is what validate refuses", "[option-table]") {
   Options o;
   o.staleness = 3;  // without Mode::Ssp: no effect

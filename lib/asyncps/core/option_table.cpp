@@ -143,10 +143,16 @@ std::string fine(O) { return {}; }
 
 // ---- the rules' words ---------------------------------------------------------------------------
 
-std::string show(double v) {
+// a value as the user wrote it: six digits where they read back as the same value, else the
+// shortest text that does (1000001 is never shown as 1e+06, which is in range)
+template <class T>
+std::string show(T v) {
   std::ostringstream s;
   s << v;
-  return s.str();
+  if (std::isnan(v) || static_cast<T>(std::strtod(s.str().c_str(), nullptr)) == v) return s.str();
+  char buf[32];
+  const auto r = std::to_chars(buf, buf + sizeof buf, v);  // (a float as a float: 0.4999999, not 0.49999991...)
+  return std::string(buf, r.ptr);
 }
 bool in_range(double v, double lo, double hi) { return std::isfinite(v) && v >= lo && v <= hi; }
 std::string unless(bool ok, const std::string& message) { return ok ? std::string() : message; }

@@ -448,7 +448,10 @@ RowPush push_group(detail::WorkerTransport& t, std::span<detail::TableState* con
 
 }  // namespace
 
-std::uint64_t table_row(std::uint64_t key, std::uint64_t rows) noexcept { return detail::row_of_key(key, rows); }
+std::uint64_t table_row(std::uint64_t key, std::uint64_t rows) {
+  if (rows == 0) throw ConfigError("table_row: a table has at least one row, got rows 0");
+  return detail::row_of_key(key, rows);
+}
 float table_initial_value(const TableInfo& table, std::uint64_t row, int col) noexcept {
   return detail::initial_row_value(table, row, col);
 }
