@@ -51,10 +51,13 @@ std::string naming(const std::exception& e, const fs::path& file) {
 }
 
 // A run that does not continue from the newest checkpoint in the directory would overwrite the
-// files of an earlier run past its starting step: each server moves its own aside first.
-void move_earlier_run(const JobFacts& job, std::int64_t after_step) {
+// files of an earlier run past its starting step: each server moves its own aside first. So does
+// one that starts from a checkpoint elsewhere (restart_from) at a step the directory has one of
+// its own (those files too), and one that restores past newer checkpoints it could not use
+// (damaged: the only copy of the newest state, kept for whoever can mend it).
+void move_earlier_run(const JobFacts& job, std::int64_t after_step, bool skipped_newer = false) {
   const CheckpointOptions& co = job.options().checkpoint;
-  if (co.dir.empty() || (co.restore && co.restart_from.empty())) return;
+  if (co.dir.empty() || (co.restore && co.restart_from.empty() && !skipped_newer)) return;
   const Roles& roles = job.roles();
   std::string archive;
   if (roles.rank == 0) {
@@ -274,7 +277,19 @@ RestoredShard restore_checkpoint(const JobFacts& job, DirLock* lock) {
       if (roles.rank == 0)
         log(LogLevel::Info, "restored " + path.string() + " (global step " + std::to_string(idx.step) + ", written by " +
                                 std::to_string(idx.num_servers) + " server(s))");
-      move_earlier_run(job, idx.step);
+      // (rank 0 says: another checkpoint's step files in the directory at the step restored,
+      // or newer checkpoints in it that could not be used)
+      int from_elsewhere = 0, skipped_newer = 0;
+      if (roles.rank == 0 && !co.dir.empty()) {
+        std::error_code ec;
+        from_elsewhere = !co.restart_from.empty() && !fs::equivalent(co.restart_from, index_path(co.dir, idx.step), ec);
+        const auto in_dir = list_checkpoints(co.dir);  // newest first: ckpt-<step>.index
+        const std::string newest = in_dir.empty() ? std::string() : in_dir.front().stem().string();
+        skipped_newer = newest.size() > 5 && parse_step(newest.substr(5)) > idx.step;
+      }
+      int flags[2] = {from_elsewhere, skipped_newer};
+      ASYNCPS_MPI_CHECK(MPI_Bcast(flags, 2, MPI_INT, 0, job.comm()));
+      move_earlier_run(job, flags[0] ? idx.step - 1 : idx.step, flags[1] != 0);
       return out;
     }
     const std::vector<std::string> failures = gather_strings(job.comm(), failure);
