@@ -1,5 +1,6 @@
-// defines: app_cli::check_writable_dir
-// The example apps' check of a directory flag (--logdir, --export_dir) before training, not after.
+// defines: app_cli::check_writable_dir, app_cli::refuse_timeline_over_logs
+// The example apps' check of a directory flag (--logdir, --export_dir) before training, not after,
+// and of a --timeline path that would replace the chief's logs there.
 #pragma once
 #include <unistd.h>
 
@@ -7,7 +8,9 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <initializer_list>
 #include <string>
+#include <string_view>
 
 #include "asyncps/error.h"
 
@@ -24,6 +27,25 @@ inline void check_writable_dir(const std::string& dir, const char* flag) {
   if (!f) throw asyncps::ConfigError(std::string(flag) + " " + dir + ": cannot write in it: " + std::strerror(errno));
   std::fclose(f);
   std::filesystem::remove(probe, ec);
+}
+
+// ConfigError where the trace file `timeline` (--timeline) is one of the chief's logs in `logdir`:
+// a file named in `logs` or one starting with "events.out.tfevents" (its TensorBoard event files,
+// this run's or an earlier one's). (The library refuses a checkpoint's files itself.)
+inline void refuse_timeline_over_logs(const std::string& timeline, const std::string& logdir,
+                                      std::initializer_list<std::string_view> logs) {
+  namespace fs = std::filesystem;
+  if (timeline.empty() || logdir.empty()) return;
+  std::error_code ec;
+  const fs::path trace = fs::weakly_canonical(fs::absolute(timeline, ec), ec);
+  const fs::path dir = fs::weakly_canonical(fs::absolute(logdir, ec), ec);
+  if (ec || trace.parent_path() != dir) return;
+  const std::string name = trace.filename().string();
+  bool theirs = name.starts_with("events.out.tfevents");
+  for (std::string_view log : logs) theirs = theirs || name == log;
+  if (theirs)
+    throw asyncps::ConfigError("--timeline " + timeline + " would replace the chief's " + name +
+                               " in --logdir: name another file");
 }
 
 }  // namespace app_cli

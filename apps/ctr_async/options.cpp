@@ -13,6 +13,7 @@
 #include "library_flags.h"
 #include "flag_effect.h"
 #include "strict_command_line.h"
+#include "writable_dir.h"
 #include "asyncps/error.h"
 #include "asyncps/option_choices.h"
 
@@ -27,6 +28,7 @@ using app_cli::require;
 using app_cli::show;
 
 void validate(const Config& c) {
+  app_cli::refuse_timeline_over_logs(c.library.timeline, c.logdir, {});  // (its event files)
   constexpr double kFloatMax = std::numeric_limits<float>::max();
   require(c.model == "lr" || c.model == "wide_deep", "--model must be lr or wide_deep, got '" + c.model + "'");
   require(c.prefetch == "auto" || c.prefetch == "on" || c.prefetch == "off",

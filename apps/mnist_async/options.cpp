@@ -21,6 +21,7 @@
 #include "library_flags.h"
 #include "flag_effect.h"
 #include "strict_command_line.h"
+#include "writable_dir.h"
 #include "asyncps/error.h"
 #include "asyncps/session.h"
 #include "nn/gpu/gpu_backend.h"  // parse_gpu_kernels, gpu_kernels_choices (CUDA-free)
@@ -36,21 +37,8 @@ using app_cli::require;
 using app_cli::show;
 
 // The trace replaces its file at the end: never the chief's metrics or event file in --logdir.
-void refuse_timeline_over_logs(const Config& c) {
-  namespace fs = std::filesystem;
-  if (c.library.timeline.empty()) return;
-  std::error_code ec;
-  const fs::path trace = fs::weakly_canonical(fs::absolute(c.library.timeline, ec), ec);
-  const fs::path logdir = fs::weakly_canonical(fs::absolute(c.logdir, ec), ec);
-  if (ec || trace.parent_path() != logdir) return;
-  const std::string name = trace.filename().string();
-  require(name != "metrics.jsonl" && !name.starts_with("events.out.tfevents"),
-          "--timeline " + c.library.timeline + " would replace the chief's " + name +
-              " in --logdir: name another file");
-}
-
 void validate(const Config& c) {
-  refuse_timeline_over_logs(c);
+  app_cli::refuse_timeline_over_logs(c.library.timeline, c.logdir, {"metrics.jsonl"});
   require(c.batch_size > 0, "--batch_size must be positive, got " + std::to_string(c.batch_size));
   require(c.batch_size <= 65536, "--batch_size must be at most 65536, got " + std::to_string(c.batch_size));
   // every float the workers compute with must be a finite float, not only a finite double
