@@ -14,7 +14,9 @@
 // and the job exits 1 when the test accuracy is below --min_accuracy (it did not converge).
 #include <mpi.h>
 
+#include <algorithm>
 #include <chrono>
+#include <optional>
 #include <cerrno>
 #include <cmath>
 #include <cstdint>
@@ -36,7 +38,7 @@ struct Config {
   int batch_size = 32;
   double learning_rate = 0.2;  // > 0
   double min_accuracy = 0.85;  // in [0, 1]
-  int log_every = 200;
+  std::int64_t log_every = 200;  // (up to 1e15: never narrowed to an int)
   logreg::BlobSpec blobs;
 };
 
@@ -59,22 +61,27 @@ std::string show(double v) {
 // Returns false after printing the help (--help, -h).
 bool parse(int argc, char** argv, Config& c, bool print_help) {
   // read as 64-bit integers, then narrowed once in range
-  std::int64_t ps = c.ps.num_servers, batch = c.batch_size, log_every = c.log_every,
-               seed = static_cast<std::int64_t>(c.blobs.seed), classes = c.blobs.classes, features = c.blobs.features;
+  std::int64_t ps = c.ps.num_servers, batch = c.batch_size, seed = static_cast<std::int64_t>(c.blobs.seed), classes = c.blobs.classes, features = c.blobs.features;
   const Flag flags[] = {
       {"ps", "parameter-server ranks (the rest are workers)", &ps, nullptr, 1, 1 << 20},
       {"steps", "global steps (updates) to train", &c.steps, nullptr, 1, 1125899906842624.0 /* 2^50 */},
       {"batch_size", "examples per worker step", &batch, nullptr, 1, 65536},
       {"learning_rate", "the first step's learning rate (it halves over the run)", nullptr, &c.learning_rate, 1e-30, 1e30},
       {"min_accuracy", "the job exits 1 when the test accuracy ends below this", nullptr, &c.min_accuracy, 0, 1},
-      {"log_every", "the chief logs every N of its steps", &log_every, nullptr, 1, 1e15},
+      {"log_every", "the chief logs every N of its steps", &c.log_every, nullptr, 1, 1e15},
       {"seed", "seed of the blobs and the batches", &seed, nullptr, 0, 9.2e18},
       {"noise", "the blobs' spread around their centres", nullptr, &c.blobs.noise, 0, 1e6},
       {"classes", "classes (blobs)", &classes, nullptr, 2, 1000},
       {"features", "features per example", &features, nullptr, 1, 10000},
   };
+  std::vector<const Flag*> given;
   for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
+    std::string arg = argv[i];
+    std::optional<std::string> inline_value;  // --name=value, as the other programs take it
+    if (const auto eq = arg.find('='); arg.starts_with("--") && eq != std::string::npos) {
+      inline_value = arg.substr(eq + 1);
+      arg.resize(eq);
+    }
     if (arg == "--help" || arg == "-h") {
       if (print_help) {
         std::printf("logreg_async: multinomial logistic regression on synthetic Gaussian blobs, trained by async SGD "
@@ -90,8 +97,12 @@ bool parse(int argc, char** argv, Config& c, bool print_help) {
     for (const Flag& f : flags)
       if (arg == std::string("--") + f.name) flag = &f;
     if (!flag) throw asyncps::ConfigError("unknown flag '" + arg + "' (see --help)");
-    if (i + 1 >= argc) throw asyncps::ConfigError(arg + ": missing value");
-    const char* text = argv[++i];
+    if (std::find(given.begin(), given.end(), flag) != given.end())
+      throw asyncps::ConfigError(arg + " is given twice (give each flag once)");
+    given.push_back(flag);
+    if (!inline_value && i + 1 >= argc) throw asyncps::ConfigError(arg + ": missing value");
+    const std::string value = inline_value ? *inline_value : std::string(argv[++i]);
+    const char* text = value.c_str();
     char* end = nullptr;
     errno = 0;
     if (flag->integer) {
@@ -110,7 +121,6 @@ bool parse(int argc, char** argv, Config& c, bool print_help) {
   }
   c.ps.num_servers = static_cast<int>(ps);
   c.batch_size = static_cast<int>(batch);
-  c.log_every = static_cast<int>(log_every);
   c.blobs.seed = static_cast<std::uint64_t>(seed);
   c.blobs.classes = static_cast<int>(classes);
   c.blobs.features = static_cast<int>(features);
