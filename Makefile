@@ -119,7 +119,7 @@ bench-embedding: build
 # (the event files: python_summary_writer_np1 and ctr_logdir_events_*; the examples' flag checks
 # are Python's argparse and the Session refusals python_hostile_args_np3 runs).
 # SANITIZE_CTEST_ARGS= runs all.
-SANITIZE_LONG_JOBS := app_logdir_guards_np3|app_kill_restart_np3|app_checkpoint_restart|app_stall_ends_job_pt2pt_tcp|app_stall_ends_job_and_restart_resumes|app_full_disk_periodic_warns_final_fails_np3|app_eval_every_reports_time_to_target_np3|ctr_row_group_trains_as_separate_tables|ctr_wide_deep_two_workers_np3|ctr_wide_deep_two_servers_sgd_np4|ctr_allreduce_baseline_trains_np2|app_tensorboard_events_np2|python_examples_refuse_bad_flags_np2
+SANITIZE_LONG_JOBS := app_logdir_guards_np3|app_kill_restart_np3|app_checkpoint_restart|app_stall_ends_job_pt2pt_tcp|app_stall_ends_job_and_restart_resumes|app_full_disk_periodic_warns_final_fails_np3|app_eval_every_reports_time_to_target_np3|ctr_row_group_trains_as_separate_tables|ctr_wide_deep_two_workers_np3|ctr_wide_deep_two_servers_sgd_np4|ctr_allreduce_baseline_trains_np2|app_tensorboard_events_np2|python_examples_refuse_bad_flags_np2|ctr_eval_lines_name_their_model_and_training_time_np2|ctr_earlier_checkpoints_moved_aside_never_deleted_np2
 SANITIZE_CTEST_ARGS ?= -LE '^(build|install|doc|multihost|slurm|cpu-levels)$$' -E '^($(SANITIZE_LONG_JOBS))$$'
 sanitize: data test-deps
 	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DASYNCPS_SANITIZE=address,undefined \

@@ -103,24 +103,29 @@ int run_allreduce(const Config& c) {
   Batch batch;
   Grads grads;
   Example ex;
-  const std::int64_t iterations = (c.training_steps + size - 1) / size;  // each: one step of every rank
+  // each: one step of every rank, but the last, where only the first training_steps mod size
+  // ranks step (the others add a zero gradient): exactly --training_steps global steps
+  const std::int64_t iterations = (c.training_steps + size - 1) / size;
   const int D = shape.dim;
   MPI_Barrier(MPI_COMM_WORLD);  // (the tables' set-up is not training)
-  const auto start = Clock::now();
   const net_counters::NetBytes wire0 = net_counters::read();
   EvalClock clock;
   double loss = 0;
   for (std::int64_t it = 1; it <= iterations; ++it) {
-    fill(log, 1 + static_cast<std::uint64_t>(rank), static_cast<std::uint64_t>(it - 1) * c.batch_size, c.batch_size, batch, ex);
-    rows(batch.keys, wide_rows, deep_rows);
-    loss = forward_backward(shape, layout, params, batch, wide_rows, deep_rows, logits, &grads);
+    const std::int64_t steps_so_far = std::min<std::int64_t>(it * size, c.training_steps);  // the job's, after this one
     std::fill(grad.begin(), grad.end(), 0.f);  // (a dense gradient, as nn.Embedding's without sparse=True)
-    std::copy(grads.dense.begin(), grads.dense.end(), grad.begin());
-    for (std::size_t i = 0; i < batch.keys.size(); ++i) {
-      const std::uint64_t r = asyncps::table_row(batch.keys[i], c.rows);
-      grad[L + r] += grads.wide[i];
-      if (deep)
-        for (int j = 0; j < D; ++j) grad[L + W + r * D + j] += grads.deep[i * D + j];
+    if ((it - 1) * size + rank < c.training_steps) {  // this rank steps in this iteration
+      fill(log, 1 + static_cast<std::uint64_t>(rank), static_cast<std::uint64_t>(it - 1) * c.batch_size, c.batch_size,
+           batch, ex);
+      rows(batch.keys, wide_rows, deep_rows);
+      loss = forward_backward(shape, layout, params, batch, wide_rows, deep_rows, logits, &grads);
+      std::copy(grads.dense.begin(), grads.dense.end(), grad.begin());
+      for (std::size_t i = 0; i < batch.keys.size(); ++i) {
+        const std::uint64_t r = asyncps::table_row(batch.keys[i], c.rows);
+        grad[L + r] += grads.wide[i];
+        if (deep)
+          for (int j = 0; j < D; ++j) grad[L + W + r * D + j] += grads.deep[i * D + j];
+      }
     }
     allreduce_sum(grad);
     for (std::size_t k = 0; k < L; ++k) params[k] -= static_cast<float>(c.learning_rate) * grad[k];
@@ -128,23 +133,23 @@ int run_allreduce(const Config& c) {
     if (deep) deep->apply(grad.data() + L + W, c.embedding_lr);
     if (rank == 0 && it % c.log_every == 0) {
       std::printf("After %lld training steps (%lld global steps), log-loss on training batch is %.4f.\n",
-                  static_cast<long long>(it), static_cast<long long>(it * size), loss);
+                  static_cast<long long>(it), static_cast<long long>(steps_so_far), loss);
       std::fflush(stdout);
     }
     if (rank == 0 && c.eval_every > 0 && it % c.eval_every == 0) {  // (the others wait in the next all-reduce)
       clock.pause();
-      print_eval(it * size, c.batch_size, clock.training_seconds(),
+      print_eval(steps_so_far, c.batch_size, clock.training_seconds(),
                  evaluate(log, shape, layout, params, c.test_examples, rows));
       clock.resume();
     }
   }
-  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  const double seconds = clock.training_seconds();  // (without rank 0's evaluations: --eval_every)
   const net_counters::NetBytes wire1 = net_counters::read();
   if (rank == 0) {
     // a ring all-reduce sends and receives 2 (n - 1) / n of the buffer per rank
     print_bytes_per_step(2.0 * (size - 1) / size * step_bytes,
                          (wire1.rx + wire1.tx - wire0.rx - wire0.tx) / static_cast<double>(iterations));
-    print_result(iterations * size, iterations * size, c.batch_size, size, seconds, c.test_examples,
+    print_result(c.training_steps, c.training_steps, c.batch_size, size, seconds, c.test_examples,
                  evaluate(log, shape, layout, params, c.test_examples, rows));
   }
   MPI_Barrier(MPI_COMM_WORLD);

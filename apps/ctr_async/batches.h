@@ -46,15 +46,23 @@ class EvalClock {
  public:
   using Clock = std::chrono::steady_clock;
   EvalClock() : start_(Clock::now()) {}
-  void pause() { paused_at_ = Clock::now(); }
-  void resume() { excluded_ += Clock::now() - paused_at_; }
+  void pause() {
+    paused_at_ = Clock::now();
+    paused_ = true;
+  }
+  void resume() {
+    excluded_ += Clock::now() - paused_at_;
+    paused_ = false;
+  }
+  // the time trained so far; while paused, up to the pause (an evaluation never counts)
   double training_seconds() const {
-    return std::chrono::duration<double>(Clock::now() - start_ - excluded_).count();
+    return std::chrono::duration<double>((paused_ ? paused_at_ : Clock::now()) - start_ - excluded_).count();
   }
 
  private:
   Clock::time_point start_, paused_at_;
   Clock::duration excluded_{};
+  bool paused_ = false;
 };
 
 }  // namespace ctr_async

@@ -104,6 +104,7 @@ int run_worker(const Config& c, asyncps::Session& session) {
   const auto start = Clock::now();
   const net_counters::NetBytes wire0 = net_counters::read();
   EvalClock clock;
+  std::vector<float> eval_params(c.eval_every > 0 && chief ? params.size() : 0);
   auto last_log = start;
   // the next batch's rows are read during this step (--prefetch)
   const bool prefetching = c.prefetch == "on" || (c.prefetch == "auto" && session.rma_needs_target());
@@ -153,13 +154,17 @@ int run_worker(const Config& c, asyncps::Session& session) {
     }
     if (chief && c.eval_every > 0 && local % c.eval_every == 0) {  // (the other workers go on meanwhile)
       clock.pause();
-      const Evaluation e = evaluate(log, shape, layout, params, c.test_examples, rows);
+      // the model at the step just landed: this push complete, the dense weights pulled after it
+      // (params were pulled before it), as the rows are
+      client.wait_all();
+      client.pull(eval_params);
+      const Evaluation e = evaluate(log, shape, layout, eval_params, c.test_examples, rows);
       print_eval(landed.global_step, c.batch_size, clock.training_seconds(), e);
       if (summaries) summaries->add_scalars({{"auc", e.auc}, {"log_loss", e.log_loss}}, landed.global_step);
       clock.resume();
     }
   }
-  const double seconds = since(start);
+  const double seconds = clock.training_seconds();  // (without the chief's evaluations: --eval_every)
   const net_counters::NetBytes wire1 = net_counters::read();
   client.drain();  // every worker is done: the tables and the arena are final
   // what moved: rows per table; operations, bytes and time per call (the group's, or each table's)
