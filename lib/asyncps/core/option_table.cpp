@@ -306,6 +306,11 @@ const OptionInfo kOptions[] = {
         [](O o) {
           return unless(o.wait_spin_us >= 0 && o.wait_spin_us <= 1000000,
                         "Options::wait_spin_us must be in [0, 1000000] microseconds, got " + std::to_string(o.wait_spin_us));
+        },
+        [](O o) {
+          return unless(o.server_progress != ServerProgress::Poll,
+                        "Options::wait_spin_us has no effect with Options::server_progress Poll (a waiting worker "
+                        "spins there, without end)");
         }),
     row<&Options::wait_max_sleep_us>(
         "wait_max_sleep_us", "Options::wait_max_sleep_us", "transport", RankAgreement::Free,

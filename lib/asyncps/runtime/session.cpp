@@ -142,14 +142,24 @@ Session::Session(MPI_Comm comm, ParamLayout layout, Options options)
                                     MPI_CHAR, comm_));
     for (int r = 0; r < size; ++r) hosts_.emplace_back(&all[static_cast<std::size_t>(r) * MPI_MAX_PROCESSOR_NAME]);
     // (validate() sees the options as given; Auto resolves only now)
+    // Wake's settings where Auto chose to poll would do nothing: refused as validate() refuses
+    // them beside Poll (each rank's own options: agreed on, every rank throws)
     const detail::ProgressChoice progress = detail::progress_choice(*this);
-    if (rank == 0 && options_.server_progress == ServerProgress::Auto && options_.server_spin_us > 0 &&
-        progress.progress == ServerProgress::Poll)
-      log(LogLevel::Warning, "Options::server_spin_us has no effect: Options::server_progress Auto polls here (" +
-                                 std::string(!rma_needs_target()     ? "one-sided operations complete without the servers"
-                                             : layout_.tables().empty() ? "this MPI's operations on one node wait for the servers"
-                                                                        : "embedding tables' operations wait for the servers") +
-                                 ")");
+    std::string unused;
+    if (options_.server_progress == ServerProgress::Auto && progress.progress == ServerProgress::Poll) {
+      const Options defaults;
+      const char* given = options_.server_spin_us != defaults.server_spin_us       ? "Options::server_spin_us"
+                          : options_.wait_spin_us != defaults.wait_spin_us         ? "Options::wait_spin_us"
+                          : options_.wait_max_sleep_us != defaults.wait_max_sleep_us ? "Options::wait_max_sleep_us"
+                                                                                   : nullptr;
+      if (given)
+        unused = std::string(given) + " has no effect: Options::server_progress Auto polls here (" +
+                 (!rma_needs_target()         ? "one-sided operations complete without the servers"
+                  : layout_.tables().empty() ? "this MPI's operations on one node wait for the servers"
+                                             : "embedding tables' operations wait for the servers") +
+                 "), where it is Wake's: leave it out, or set Options::server_progress Wake";
+    }
+    if (const std::string first = detail::first_problem(comm_, unused); !first.empty()) throw ConfigError(first);
     if (log_enabled(LogLevel::Debug))
       log(LogLevel::Debug, "Session: " + role_name() + " of " + std::to_string(roles_.num_servers) + " server(s) and " +
                                std::to_string(roles_.num_workers()) + " worker(s); " +

@@ -51,10 +51,12 @@ WorkerTransport::WorkerTransport(Session& session)
                           "an answer from " + the_servers(session));
   if (log_enabled(LogLevel::Debug))
     log(LogLevel::Debug, session.role_name() + ": operations complete by " + std::string(policy.completion->name()) +
-                             "; a wait spins " + std::to_string(options_.wait_spin_us) + " us, then sleeps at most " +
-                             std::to_string(policy.worker_max_sleep_us) + " us" +
-                             (policy.worker_sleeps_on_sockets ? " on the sockets" : "") + "; flushes " +
-                             (watched ? "watched by the stall timeout" : "not watched"));
+                             (policy.worker_sleeps_on_sockets
+                                  ? "; a wait spins " + std::to_string(options_.wait_spin_us) +
+                                        " us, then sleeps at most " + std::to_string(policy.worker_max_sleep_us) +
+                                        " us on the sockets"
+                                  : std::string("; a wait spins")) +
+                             "; flushes " + (watched ? "watched by the stall timeout" : "not watched"));
 }
 
 void WorkerTransport::enter(const char* call) const {
