@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <exception>
+#include <fstream>
 #include <limits>
 #include <optional>
 #include <string>
@@ -136,6 +137,34 @@ TEST_CASE("a precondition one rank fails is refused on every rank", "[mpi][valid
     CHECK_THROWS_WITH(WorkerClient(session), Catch::Contains("initial_step must be in"));
     CHECK_THROWS_WITH(WorkerClient(session), Catch::Contains("initial parameters have 99"));
   }
+  CHECK(MPI_Barrier(MPI_COMM_WORLD) == MPI_SUCCESS);
+}
+
+TEST_CASE("window parts that fit their host alone but not together are refused on every rank, before allocating",
+          "[mpi][memory]") {
+  // two servers on this host, each a table part of half the memory it has available: each fits,
+  // both do not (they had filled /dev/shm and hung)
+  double available = 0;
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  if (rank == 0) {
+    std::ifstream in("/proc/meminfo");
+    std::string key;
+    double kb = 0;
+    while (in >> key >> kb && key != "MemAvailable:") in.ignore(256, '\n');
+    available = key == "MemAvailable:" ? kb * 1024 : 0;
+  }
+  MPI_Bcast(&available, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+  REQUIRE(available > 0);
+  ParamLayout layout;
+  layout.add("p", {100});
+  layout.add_table("t", {.rows = static_cast<std::uint64_t>(available / 64), .dim = 16});  // 64 bytes a row
+  Options o;
+  o.num_servers = 2;
+  Session session(MPI_COMM_WORLD, layout, o);
+  const std::string refused = "(2 ranks' parts), which has";  // (the table window's, on the host of rank 0)
+  if (session.roles().is_server()) CHECK_THROWS_WITH(ParameterServer(session, std::vector<float>(100)), Catch::Contains(refused));
+  else CHECK_THROWS_WITH(WorkerClient(session), Catch::Contains(refused));
   CHECK(MPI_Barrier(MPI_COMM_WORLD) == MPI_SUCCESS);
 }
 

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cmath>
 #include <fstream>
 #include <string>
 #include <utility>
@@ -50,22 +51,31 @@ Window::Window(MPI_Comm comm, std::size_t bytes, int disp_unit, const char* what
   // 16 bytes: with 578 floats on server 0, a get of server 1's first float returned server 0's
   // float 576 (tests/core/test_sharding_np4.cpp); with 580 or 584 it is right.
   const std::size_t padded = (bytes + kLineBytes - 1) / kLineBytes * kLineBytes;
-  // A part larger than its host can give fails on every rank (or is killed by the OOM killer once
-  // touched): each rank says how much of its host's memory its part would take, and if one takes
-  // more than 90%, every rank refuses it before allocating, naming that rank's size and limit.
+  // Parts larger than their host can give fail on every rank (or are killed by the OOM killer once
+  // touched): each rank says how much of its host's memory the parts of its host's ranks take
+  // together, and if one host's take more than 90%, every rank refuses them before allocating,
+  // naming that host's first rank, the size and the limit.
   const double available = host_memory_available();
+  MPI_Comm node = MPI_COMM_NULL;
+  ASYNCPS_MPI_CHECK(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
+  double on_host[2] = {static_cast<double>(padded), padded > 0 ? 1.0 : 0.0};  // bytes, parts
+  const int summed = MPI_Allreduce(MPI_IN_PLACE, on_host, 2, MPI_DOUBLE, MPI_SUM, node);
+  MPI_Comm_free(&node);
+  ASYNCPS_MPI_CHECK(summed);
   struct {
     double share;
     int rank;
-  } mine{available > 0 ? static_cast<double>(padded) / available : 0.0, 0}, worst{};
+  } mine{available > 0 ? on_host[0] / available : 0.0, 0}, worst{};
   MPI_Comm_rank(comm, &mine.rank);
   ASYNCPS_MPI_CHECK(MPI_Allreduce(&mine, &worst, 1, MPI_DOUBLE_INT, MPI_MAXLOC, comm));
   if (worst.share > 0.9) {
-    double sizes[2] = {static_cast<double>(padded), available};
-    ASYNCPS_MPI_CHECK(MPI_Bcast(sizes, 2, MPI_DOUBLE, worst.rank, comm));
+    double sizes[3] = {on_host[0], available, on_host[1]};
+    ASYNCPS_MPI_CHECK(MPI_Bcast(sizes, 3, MPI_DOUBLE, worst.rank, comm));
     MPI_Info_free(&info);
-    throw ConfigError("the " + std::string(what) + " window needs " + gigabytes(sizes[0]) + " on rank " +
-                      std::to_string(worst.rank) + ", whose host has " + gigabytes(sizes[1]) +
+    const long parts = std::lround(sizes[2]);
+    throw ConfigError("the " + std::string(what) + " window needs " + gigabytes(sizes[0]) + " on the host of rank " +
+                      std::to_string(worst.rank) + (parts > 1 ? " (" + std::to_string(parts) + " ranks' parts)" : "") +
+                      ", which has " + gigabytes(sizes[1]) +
                       " of memory available: fewer or narrower rows, more servers (Options::num_servers) or hosts "
                       "with more memory");
   }
