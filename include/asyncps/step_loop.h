@@ -57,7 +57,9 @@ class StepLoop {
   explicit StepLoop(WorkerClient& worker);
 
   // Returns nothing once the global step has reached `limit` (or a worker halted, or a rank
-  // received SIGTERM: this is where a worker notices its own); in
+  // received SIGTERM: this is where a worker notices its own; in sync mode a worker that leaves
+  // its loop before this returned nothing halts the job when it drains, since every round needs
+  // every worker); in
   // async/ssp the step it returns is already this worker's, so end_step always lands. The two
   // alternate, in every mode: begin_step again before the step it returned is ended, or end_step
   // without such a step, is an Error naming the call (nothing is sent).

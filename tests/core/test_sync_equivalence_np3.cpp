@@ -138,3 +138,35 @@ TEST_CASE("sync: each round applies exactly the mean of the 2 workers' updates, 
   }
   client.finish();
 }
+
+TEST_CASE("sync: a worker that leaves its loop early halts the job on every rank, every applied round whole",
+          "[mpi][sync]") {
+  // worker 0 breaks out after 5 rounds (out of data, say); worker 1 asks for 50. Every round
+  // needs both: the job halts (it had ended silently at round 4 or 5, dropping a round whose
+  // end_step had said applied), and the arena holds whole rounds only (each adds 1.0).
+  ParamLayout layout;
+  layout.add("w", {64});
+  Session session(MPI_COMM_WORLD, layout, {.mode = Mode::Sync});
+  REQUIRE(session.roles().num_workers() == 2);
+  if (session.roles().is_server()) {
+    ParameterServer ps(session, std::vector<float>(64, 0.f));
+    ps.serve();
+    CHECK(ps.halted());
+    const std::span<const float> arena = ps.snapshot();
+    CHECK(arena[0] == static_cast<float>(ps.final_step()));  // whole rounds: one 1.0 each
+    CHECK(ps.final_step() <= 5);
+    return;
+  }
+  WorkerClient client(session);
+  StepLoop steps(client);
+  std::vector<float> params(64);
+  const std::vector<float> ones(64, 1.f);
+  int taken = 0;
+  while (steps.begin_step(params, 50)) {
+    steps.end_step(ones, 1.f);  // (mean of the two: 1.0 a round)
+    if (++taken == 5 && session.roles().worker_index() == 0) break;
+  }
+  client.finish();
+  CHECK(steps.halted());
+  CHECK(taken <= 6);
+}

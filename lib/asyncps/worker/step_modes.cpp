@@ -7,6 +7,7 @@
 #include <thread>
 #include <utility>
 
+#include "asyncps/log.h"
 #include "core/vector_ops.h"
 #include "worker/update_rule.h"
 #include "worker/worker_access.h"
@@ -75,7 +76,10 @@ class SyncRounds final : public StepMode {
     const auto t0 = WorkerClock::now();
     const bool go = wait_until([&] { return control_.version() >= want; }, limit);
     t_.timeline().span("wait (sync round)", t0, WorkerClock::now());
-    if (!go || job_complete(limit)) return std::nullopt;
+    if (!go || job_complete(limit)) {
+      loop_ended_ = true;
+      return std::nullopt;
+    }
     begin_global_step_ = last_seen_step_;
     client_.pull(params);
     t_.begin_compute();
@@ -107,6 +111,20 @@ class SyncRounds final : public StepMode {
     return out;
   }
 
+  // A worker that leaves its loop before begin_step returned nothing (out of data, a break)
+  // would leave every round from now on one worker short: its drain halts the job, as
+  // request_halt() does, so that every rank hears it (halted()) instead of the others ending
+  // silently with the round in progress never applied.
+  void settle() override {
+    if (loop_ended_) return;
+    log(LogLevel::Warning, "worker " + std::to_string(t_.worker_index()) +
+                               " left its sync loop before the job's end (StepLoop::begin_step had not returned "
+                               "nothing): every round needs every worker, so the job halts (the round in progress "
+                               "is not applied)");
+    control_.request_halt();
+    loop_ended_ = true;
+  }
+
  private:
   // Run by the last worker to arrive in a round: arena += accum; accum = 0, all with atomic
   // accumulate operations (nobody else touches accum until the version moves).
@@ -124,6 +142,7 @@ class SyncRounds final : public StepMode {
   }
 
   std::int64_t version_base_ = -1;  // the version when this worker took its first step
+  bool loop_ended_ = false;         // begin returned nothing: the job is over for this worker
   AlignedFloats sum_;               // the round's summed update, fetched by the applier
 };
 
