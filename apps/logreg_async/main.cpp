@@ -24,6 +24,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "asyncps/asyncps.h"
@@ -205,7 +206,11 @@ int main(int argc, char** argv) {
       failed = work(session, model, data, cfg) ? 0 : 1;
     }
   } catch (const std::exception& e) {
-    asyncps::abort_job(e.what());
+    // the one library option it offers, by its flag ("Options::num_servers 3 leaves no worker")
+    std::string message = e.what();
+    for (std::size_t at; (at = message.find("Options::num_servers")) != std::string::npos;)
+      message.replace(at, std::string_view("Options::num_servers").size(), "--ps");
+    asyncps::abort_job(message.c_str());
   }
   // Every rank exits the same way.
   MPI_Allreduce(MPI_IN_PLACE, &failed, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
