@@ -8,6 +8,8 @@
 #include <optional>
 #include <cmath>
 #include <cstdio>
+#include <fstream>
+#include <string>
 #include <vector>
 
 #include "asyncps/embedding_table.h"
@@ -72,6 +74,34 @@ void allreduce_sum(std::vector<float>& v) {
   }
 }
 
+// Every rank holds the whole tables twice (the rows and the all-reduced gradient): refused before
+// allocating where its host's ranks together would take more than 90% of its memory (a
+// std::bad_alloc, or the OOM killer, otherwise), as the servers' windows are.
+void check_host_memory(const asyncps::ParamLayout& layout) {
+  double floats = 0;
+  for (const asyncps::TableInfo& t : layout.tables())
+    floats += static_cast<double>(t.spec.rows) * (2.0 * t.spec.dim + (t.spec.optimizer == asyncps::RowOptimizer::Adagrad));
+  MPI_Comm node = MPI_COMM_NULL;
+  int on_host = 1;
+  if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) == MPI_SUCCESS) {
+    MPI_Comm_size(node, &on_host);
+    MPI_Comm_free(&node);
+  }
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  double kb = 0;
+  while (in >> key >> kb && key != "MemAvailable:") in.ignore(256, '\n');
+  const double available = key == "MemAvailable:" ? kb * 1024 : 0, needed = 4 * floats * on_host;
+  if (available > 0 && needed > 0.9 * available) {
+    char text[256];
+    std::snprintf(text, sizeof text,
+                  "--allreduce holds the whole tables on every rank: %.1f GB on this host (%d rank(s)), which has "
+                  "%.1f GB of memory available: fewer rows (--rows), or the servers' tables (drop --allreduce)",
+                  needed / 1e9, on_host, available / 1e9);
+    throw asyncps::ConfigError(text);
+  }
+}
+
 }  // namespace
 
 int run_allreduce(const Config& c) {
@@ -80,6 +110,7 @@ int run_allreduce(const Config& c) {
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   const ModelShape shape = c.shape();
   const asyncps::ParamLayout layout = c.layout();
+  check_host_memory(layout);
   const ClickLog log(c.data);
   const std::size_t L = layout.size();
   std::vector<float> params(L);

@@ -189,6 +189,10 @@ int run_worker(const Config& c, asyncps::Session& session) {
                 roles.worker_index(), static_cast<long long>(local), seconds, static_cast<unsigned long long>(rows_pulled),
                 static_cast<unsigned long long>(rows_pushed), 1e-6 * static_cast<double>(moved), ops.pull_seconds,
                 ops.push_seconds, static_cast<unsigned long long>(ops.runs));
+    std::uint64_t refused = wide.stats().nonfinite + (deep ? deep->stats().nonfinite : 0) + (both ? both->stats().nonfinite : 0);
+    if (refused)
+      std::printf("worker %d: %llu row push(es) held NaN or Inf and were not sent\n", roles.worker_index(),
+                  static_cast<unsigned long long>(refused));
     print_bytes_per_step(static_cast<double>(moved) / static_cast<double>(std::max<std::int64_t>(local, 1)),
                          (wire1.rx + wire1.tx - wire0.rx - wire0.tx) / static_cast<double>(std::max<std::int64_t>(local, 1)));
   }
@@ -203,12 +207,17 @@ int run_worker(const Config& c, asyncps::Session& session) {
   if (e) {
     const std::int64_t global = steps.final_step();
     print_result(global, global - first_global, c.batch_size, roles.num_workers(), seconds, c.test_examples, *e);
-    if (summaries)
-      summaries->add_scalars({{"auc", e->auc}, {"log_loss", e->log_loss},
-                              {"samples_per_sec", static_cast<double>(global - first_global) * c.batch_size / seconds},
-                              {"operations_per_step", static_cast<double>(ops.runs) /
-                                                          static_cast<double>(std::max<std::int64_t>(local, 1))}},
-                             global);
+    if (const std::uint64_t skipped = steps.job_nonfinite())  // every worker's
+      std::printf("%llu non-finite gradient(s) were not pushed (by all %d worker(s))\n",
+                  static_cast<unsigned long long>(skipped), roles.num_workers());
+    if (summaries) {
+      summaries->add_scalars({{"auc", e->auc}, {"log_loss", e->log_loss}}, global);
+      if (global > first_global)  // (a run that took no step has no rate to plot)
+        summaries->add_scalars(
+            {{"samples_per_sec", static_cast<double>(global - first_global) * c.batch_size / seconds},
+             {"operations_per_step", static_cast<double>(ops.runs) / static_cast<double>(std::max<std::int64_t>(local, 1))}},
+            global);
+    }
   }
   return steps.halted() ? app_cli::kHaltedExit : 0;
 }
@@ -226,6 +235,10 @@ int main(int argc, char** argv) {
     const auto config = ctr_async::parse_config(argc, argv, /*print_help=*/rank == 0);
     if (!config) return 0;  // --help
     app_cli::refuse_flags_differing_between_ranks(MPI_COMM_WORLD, config->shared_flags);  // (an MPMD launch)
+    if (!config->dump_data.empty() || config->allreduce) {  // (no Session: the library's environment checked here)
+      asyncps::check_log_level_environment();
+      (void)asyncps::cpu_kernel_level();
+    }
     if (!config->dump_data.empty()) return rank == 0 ? ctr_async::dump_data(*config) : 0;
     if (config->allreduce) return ctr_async::run_allreduce(*config);
     if (!config->logdir.empty()) app_cli::check_writable_dir(config->logdir, "--logdir");  // every rank: its host's

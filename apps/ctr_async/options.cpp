@@ -52,6 +52,9 @@ void validate(const Config& c) {
           "--test_examples must be in [1, 1e8], got " + std::to_string(c.test_examples));
   require(c.log_every >= 1, "--log_every must be positive, got " + std::to_string(c.log_every));
   require(c.eval_every >= 0, "--eval_every must be >= 0, got " + std::to_string(c.eval_every));
+  require(c.eval_every <= c.training_steps,
+          "--eval_every " + std::to_string(c.eval_every) + " has no effect: no rank takes more than --training_steps " +
+              std::to_string(c.training_steps) + " steps");
   require(c.dump_examples >= 1 && c.dump_examples <= 100000000,
           "--dump_examples must be in [1, 1e8], got " + std::to_string(c.dump_examples));
   require(c.dump_workers >= 1 && c.dump_workers <= 1024, "--dump_workers must be in [1, 1024], got " + std::to_string(c.dump_workers));

@@ -73,6 +73,9 @@ void validate(const Config& c) {
           "--straggler_ms must be in [0, 3600000], got " + show(c.straggler_ms));
   require(!c.logdir.empty(), "--logdir must not be empty");
   require(c.eval_every >= 0, "--eval_every must be >= 0, got " + std::to_string(c.eval_every));
+  require(c.eval_every <= c.training_steps,
+          "--eval_every " + std::to_string(c.eval_every) + " has no effect: the job takes --training_steps " +
+              std::to_string(c.training_steps) + " global steps");
   require(std::isfinite(c.eval_target) && c.eval_target > 0 && c.eval_target <= 1,
           "--eval_target must be in (0, 1], got " + show(c.eval_target));
   const OptimizerConfig& o = c.optimizer;

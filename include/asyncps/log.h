@@ -1,5 +1,6 @@
 // defines: asyncps::LogLevel, asyncps::LogSink, asyncps::set_log_sink, asyncps::log,
-//          asyncps::set_log_level, asyncps::log_level, asyncps::log_enabled
+//          asyncps::set_log_level, asyncps::log_level, asyncps::log_enabled,
+//          asyncps::check_log_level_environment
 // Everything libasyncps has to say that is not an exception — a checkpoint restored, a damaged
 // one skipped, a save that failed on a full disk, an earlier run's files moved aside, the
 // fatal line of abort_job — goes through one sink the program may replace. Messages name the
@@ -37,6 +38,10 @@ void set_log_level(LogLevel level) noexcept;
 LogLevel log_level() noexcept;
 // Whether a line of `level` would be sent: build a costly Debug line only where it is.
 bool log_enabled(LogLevel level) noexcept;
+// ConfigError "ASYNCPS_LOG_LEVEL must be error, warning, info or debug, got '...'" where the
+// environment sets any other value (the log then uses Info): what a Session refuses on every
+// rank, for a program that runs without one.
+void check_log_level_environment();
 // " [rank R of N on HOST]" (with its leading space) once known, else "".
 std::string_view log_origin() noexcept;
 

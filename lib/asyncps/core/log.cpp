@@ -87,8 +87,6 @@ void log(LogLevel level, std::string_view text) {
   default_sink(level, text);
 }
 
-namespace detail {
-
 void check_log_level_environment() {
   bool ok = true;
   (void)environment_level(ok);
@@ -96,6 +94,8 @@ void check_log_level_environment() {
     throw ConfigError(std::string("ASYNCPS_LOG_LEVEL must be error, warning, info or debug, got '") +
                       std::getenv("ASYNCPS_LOG_LEVEL") + "'");
 }
+
+namespace detail {
 
 void set_log_origin() noexcept {
   if (origin().load(std::memory_order_acquire)) return;

@@ -70,7 +70,7 @@ void agree_valid(MPI_Comm comm, const ParamLayout& layout, const Options& option
   try {
     validate(options);
     cpu_kernel_level();  // an unusable ASYNCPS_CPU_KERNELS is refused here, on the rank that has it
-    detail::check_log_level_environment();  // and an ASYNCPS_LOG_LEVEL that is no level
+    check_log_level_environment();  // and an ASYNCPS_LOG_LEVEL that is no level
     if (layout.size() == 0)
       throw ConfigError(layout.tables().empty()
                             ? "the parameter layout is empty: add at least one tensor"
