@@ -22,6 +22,7 @@
 
 #include <unistd.h>
 
+#include "bench_args.h"
 #include "bench_batch.h"
 #include "nn/cpu_kernels.h"
 #include "nn/mnist_cnn.h"
@@ -84,45 +85,30 @@ std::vector<std::string> runnable_levels() {
 }
 
 int compare(int argc, char** argv, const std::string& self) {
-  std::vector<int> batches = {32, 128, 1024};
-  double seconds = 2.0;
-  int rounds = 3;
-  std::string torch = "bench/torch_mnist.py", data_dir = "data/mnist", python = "/usr/bin/python3";
-  for (int i = 2; i < argc; ++i) {
-    const std::string a = argv[i];
-    const char* v = i + 1 < argc ? argv[i + 1] : nullptr;
-    if (!v) {
-      std::fprintf(stderr, "asyncps: bench_cpu_step: %s needs a value\n", a.c_str());
-      return 2;
-    }
-    ++i;
-    if (a == "--batches") {
-      batches.clear();
-      for (const char* p = v; *p;) {
-        batches.push_back(std::atoi(p));
-        while (*p && *p != ',') ++p;
-        if (*p == ',') ++p;
-      }
-    } else if (a == "--seconds") {
-      seconds = std::atof(v);
-    } else if (a == "--rounds") {
-      rounds = std::atoi(v);
-    } else if (a == "--torch") {
-      torch = v;
-    } else if (a == "--data_dir") {
-      data_dir = v;
-    } else if (a == "--python") {
-      python = v;
-    } else {
-      std::fprintf(stderr, "asyncps: bench_cpu_step: unknown option %s\n", a.c_str());
-      return 2;
-    }
+  // every value checked whole before anything runs (atoi/atof had run "nan", "1.7" and "32x")
+  const bench::Args args("bench_cpu_step --compare", argc - 1, argv + 1,
+                         {"--batches", "--seconds", "--rounds", "--torch", "--data_dir", "--python"});
+  std::vector<int> batches;
+  const std::string list = args.text("--batches", "32,128,1024");
+  for (std::size_t at = 0; at <= list.size();) {
+    const std::size_t comma = std::min(list.find(',', at), list.size());
+    const std::string one = list.substr(at, comma - at);
+    char* end = nullptr;
+    const long long b = std::strtoll(one.c_str(), &end, 10);
+    if (one.empty() || *end != '\0' || b < 1 || b > 65536)
+      throw std::invalid_argument("bench_cpu_step --compare: --batches must be whole numbers in [1, 65536] apart by "
+                                  "commas, got '" + list + "'");
+    batches.push_back(static_cast<int>(b));
+    at = comma + 1;
   }
-  for (int b : batches)
-    if (b <= 0 || seconds <= 0 || rounds <= 0) {
-      std::fprintf(stderr, "asyncps: bench_cpu_step: batches, --seconds and --rounds must be positive\n");
-      return 2;
-    }
+  const double seconds = args.real("--seconds", 2.0, 0.01, 86400);
+  const int rounds = static_cast<int>(args.integer("--rounds", 3, 1, 1000));
+  const std::string torch = args.text("--torch", "bench/torch_mnist.py"), data_dir = args.text("--data_dir", "data/mnist"),
+                    python = args.text("--python", "/usr/bin/python3");
+  if (torch != "none" && (access(torch.c_str(), R_OK) != 0 || access(python.c_str(), X_OK) != 0))
+    throw std::invalid_argument("bench_cpu_step --compare: cannot run " + python + " " + torch +
+                                " (--torch none leaves PyTorch out)");
+  int failed = 0;  // measurements that printed no figure: the run ends non-zero
   const std::vector<std::string> levels = runnable_levels();
   std::printf("# bench_cpu_step --compare: loss_and_grad, 1 thread, levels this CPU runs, %d rounds of %.1f s\n", rounds,
               seconds);
@@ -138,6 +124,7 @@ int compare(int argc, char** argv, const std::string& self) {
         std::printf("RESULT round %d batch %d impl asyncps-%s samples_per_sec %.0f\n", r, b, l.c_str(), sps);
         std::fflush(stdout);
         if (sps > 0) got[{b, l}].push_back(sps);
+        else ++failed;
       }
       if (torch == "none") continue;
       const int steps = std::max(20, static_cast<int>(seconds * 12000 / b));
@@ -150,6 +137,7 @@ int compare(int argc, char** argv, const std::string& self) {
         std::printf("RESULT round %d batch %d impl %s samples_per_sec %.0f\n", r, b, what.c_str(), sps);
         std::fflush(stdout);
         if (sps > 0) got[{b, what}].push_back(sps);
+        else ++failed;
       }
     }
   std::printf("\n# medians, samples/s (x: ratio to the baseline level; vs torch: to PyTorch's best on 1 thread)\n");
@@ -165,6 +153,10 @@ int compare(int argc, char** argv, const std::string& self) {
     }
     for (const char* t : {"torch", "torch-channels_last"})
       if (!got[{b, t}].empty()) std::printf("%6d  %-22s %12.0f\n", b, t, median(got[{b, t}]));
+  }
+  if (failed) {
+    std::fprintf(stderr, "asyncps: bench_cpu_step --compare: %d measurement(s) printed no figure (-1 above)\n", failed);
+    return 1;
   }
   return 0;
 }

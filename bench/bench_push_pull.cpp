@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -230,6 +231,10 @@ int main(int argc, char** argv) {
     const auto max_bytes = static_cast<std::size_t>(args.integer("--max_bytes", 64 << 20, 4, std::int64_t{1} << 32));
     if (min_bytes > max_bytes) throw asyncps::ConfigError("bench_push_pull: --min_bytes is above --max_bytes");
     const std::string csv = args.text("--csv", ""), json = args.text("--json", "");
+    std::error_code same_ec;
+    if (!csv.empty() && !json.empty() &&
+        std::filesystem::weakly_canonical(csv, same_ec) == std::filesystem::weakly_canonical(json, same_ec))
+      throw asyncps::ConfigError("bench_push_pull: --csv and --json name one file (" + csv + "): the second would replace the first");
     for (const std::string& out : {csv, json}) {  // fail now, not after the whole run
       if (out.empty()) continue;
       std::FILE* probe = std::fopen(out.c_str(), "a");
@@ -267,6 +272,11 @@ int main(int argc, char** argv) {
     if (kArenaFloats * 4 >= min_bytes && kArenaFloats * 4 <= max_bytes) sizes.push_back(kArenaFloats * 4);
     std::sort(sizes.begin(), sizes.end());
     sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
+    if (sizes.empty())
+      throw asyncps::ConfigError("bench_push_pull: no size it measures lies in [--min_bytes, --max_bytes] = [" +
+                                 std::to_string(min_bytes) + ", " + std::to_string(max_bytes) +
+                                 "] (powers of two from 4, and the MNIST arena's " + std::to_string(kArenaFloats * 4) +
+                                 " bytes)");
 
     const auto t_start = Clock::now();
     if (report) {

@@ -89,6 +89,15 @@ int main(int argc, char** argv) {
     const double seconds = args.real("--seconds", 3, 0.01, 86400);
     const int compute_us = static_cast<int>(args.integer("--compute_us", 0, 0, 10000000));
     const std::string json = args.text("--json", ""), label = args.text("--label", "");
+    if (bytes % 4 != 0)
+      throw asyncps::ConfigError("bench_scaling: --bytes must be a multiple of 4 (whole floats), got " + std::to_string(bytes));
+    int world_rank = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+    if (world_rank == 0 && !json.empty()) {  // rank 0 writes it: fail now, not after the whole measurement
+      std::FILE* probe = std::fopen(json.c_str(), "a");
+      if (!probe) throw asyncps::ConfigError("bench_scaling: cannot write " + json);
+      std::fclose(probe);
+    }
     asyncps::Options options;
     options.num_servers = static_cast<int>(args.integer("--ps", 1, 1, 1 << 20));
     int rank = 0, size = 0;
