@@ -32,8 +32,10 @@ int main(int argc, char** argv) {
     rows = static_cast<std::uint64_t>(args.integer("--rows", static_cast<std::int64_t>(rows), 1, std::int64_t{1} << 36));
     batches = static_cast<int>(args.integer("--batches", batches, 1, 1000000));
     batch = static_cast<int>(args.integer("--batch", batch, 1, 65536));
-    cc.zipf = args.real("--zipf", cc.zipf, -1e300, 1e300);  // (its range is open at 1: checked here)
-    if (!(cc.zipf > 1 && cc.zipf <= 10))
+    const std::string zipf = args.text("--zipf", std::to_string(cc.zipf));  // (its range is open at 1: checked here)
+    char* end = nullptr;
+    cc.zipf = std::strtod(zipf.c_str(), &end);
+    if (*end != '\0' || !(cc.zipf > 1 && cc.zipf <= 10))
       throw std::invalid_argument("bench_row_balance: --zipf must be a number in (1, 10], got '" +
                                   args.text("--zipf", "") + "'");
     cc.vocab = static_cast<std::uint64_t>(args.integer("--vocab", static_cast<std::int64_t>(cc.vocab), 1, std::int64_t{1} << 32));
