@@ -277,12 +277,15 @@ RestoredShard restore_checkpoint(const JobFacts& job, DirLock* lock) {
       if (roles.rank == 0)
         log(LogLevel::Info, "restored " + path.string() + " (global step " + std::to_string(idx.step) + ", written by " +
                                 std::to_string(idx.num_servers) + " server(s))");
-      // (rank 0 says: another checkpoint's step files in the directory at the step restored,
-      // or newer checkpoints in it that could not be used)
+      // (rank 0 says: the directory's own files at the step restored from elsewhere, where this
+      // run saves at that step even without taking one (tables: their rows move without the
+      // step, and the final save is always made), or newer checkpoints in it that could not be
+      // used)
       int from_elsewhere = 0, skipped_newer = 0;
       if (roles.rank == 0 && !co.dir.empty()) {
         std::error_code ec;
-        from_elsewhere = !co.restart_from.empty() && !fs::equivalent(co.restart_from, index_path(co.dir, idx.step), ec);
+        from_elsewhere = !co.restart_from.empty() && !layout.tables().empty() &&
+                         !fs::equivalent(co.restart_from, index_path(co.dir, idx.step), ec);
         const auto in_dir = list_checkpoints(co.dir);  // newest first: ckpt-<step>.index
         const std::string newest = in_dir.empty() ? std::string() : in_dir.front().stem().string();
         skipped_newer = newest.size() > 5 && parse_step(newest.substr(5)) > idx.step;
