@@ -8,6 +8,8 @@
 #include <functional>
 #include <limits>
 #include <random>
+#include <cstdlib>
+#include <string>
 #include <vector>
 
 namespace ref {
@@ -145,6 +147,25 @@ inline GradCheck check_grad(const std::function<double(const Vec&)>& f, Vec v,
 inline std::vector<std::size_t> all_indices(std::size_t n) {
   std::vector<std::size_t> idx(n);
   for (std::size_t i = 0; i < n; ++i) idx[i] = i;
+  return idx;
+}
+
+// Whether the tests run under the sanitizers (ASYNCPS_TEST_SANITIZED=1, cmake/AsyncpsSanitizers.cmake),
+// where every instrumented double costs 10-50 times more.
+inline bool sanitized() {
+  const char* s = std::getenv("ASYNCPS_TEST_SANITIZED");
+  return s && *s && std::string(s) != "0";
+}
+
+// The coordinates a finite-difference check compares: all of them; under the sanitizers, every
+// k-th and the last, at most about 200 (the kernels still compute every gradient, which is what
+// the sanitizers watch; the reference's finite differences, plain loops, are what cost there).
+inline std::vector<std::size_t> fd_indices(std::size_t n) {
+  if (!sanitized() || n <= 200) return all_indices(n);
+  const std::size_t stride = (n + 199) / 200 | 1;  // (odd: across the channels and the columns)
+  std::vector<std::size_t> idx;
+  for (std::size_t i = 0; i < n; i += stride) idx.push_back(i);
+  if (idx.back() != n - 1) idx.push_back(n - 1);
   return idx;
 }
 

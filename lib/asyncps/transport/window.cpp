@@ -1,4 +1,4 @@
-// defines: Window, LockAll
+// defines: Window, LockAll, check_host_memory
 #include "transport/window.h"
 
 #include <unistd.h>
@@ -8,6 +8,7 @@
 #include <fstream>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "asyncps/error.h"
 #include "core/check.h"
@@ -39,6 +40,48 @@ double host_memory_available() {
 }
 }  // namespace
 
+void check_host_memory(MPI_Comm comm, std::span<const WindowPart> parts) {
+  // Parts larger than their host can give fail on every rank (or are killed by the OOM killer once
+  // touched): each rank sums what its host's ranks would expose, window by window, and if one
+  // host's parts take more than 90% of its memory, every rank refuses them before any window is
+  // allocated (a window allocated before the refusal is abandoned, which MPICH's UCX refuses at
+  // MPI_Finalize), naming that host's first rank, the largest window, the size and the limit.
+  const std::size_t n = parts.size();
+  std::vector<double> on_host(2 * n + 1, 0.0);  // [bytes per window | ranks with a part | all bytes]
+  for (std::size_t k = 0; k < n; ++k) {
+    const double padded = static_cast<double>((parts[k].bytes + kLineBytes - 1) / kLineBytes * kLineBytes);
+    on_host[k] = padded;
+    on_host[n + k] = parts[k].bytes > 0 ? 1.0 : 0.0;
+    on_host[2 * n] += padded;
+  }
+  MPI_Comm node = MPI_COMM_NULL;
+  ASYNCPS_MPI_CHECK(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
+  const int summed = MPI_Allreduce(MPI_IN_PLACE, on_host.data(), static_cast<int>(on_host.size()), MPI_DOUBLE, MPI_SUM, node);
+  MPI_Comm_free(&node);
+  ASYNCPS_MPI_CHECK(summed);
+  const double available = host_memory_available();
+  struct {
+    double share;
+    int rank;
+  } mine{available > 0 ? on_host[2 * n] / available : 0.0, 0}, worst{};
+  MPI_Comm_rank(comm, &mine.rank);
+  ASYNCPS_MPI_CHECK(MPI_Allreduce(&mine, &worst, 1, MPI_DOUBLE_INT, MPI_MAXLOC, comm));
+  if (worst.share <= 0.9) return;
+  on_host.push_back(available);
+  ASYNCPS_MPI_CHECK(MPI_Bcast(on_host.data(), static_cast<int>(on_host.size()), MPI_DOUBLE, worst.rank, comm));
+  std::size_t big = 0;
+  for (std::size_t k = 1; k < n; ++k)
+    if (on_host[k] > on_host[big]) big = k;
+  const long ranks = std::lround(on_host[n + big]);
+  const double others = on_host[2 * n] - on_host[big];
+  throw ConfigError("the " + std::string(parts[big].what) + " window needs " + gigabytes(on_host[big]) +
+                    " on the host of rank " + std::to_string(worst.rank) +
+                    (ranks > 1 ? " (" + std::to_string(ranks) + " ranks' parts)" : "") + ", which has " +
+                    gigabytes(on_host.back()) + " of memory available" +
+                    (others >= 5e7 ? " beside the other windows' " + gigabytes(others) : "") +
+                    ": fewer or narrower rows, more servers (Options::num_servers) or hosts with more memory");
+}
+
 Window::Window(MPI_Comm comm, std::size_t bytes, int disp_unit, const char* what, bool sum_and_no_op_only) {
   MPI_Info info;
   ASYNCPS_MPI_CHECK(MPI_Info_create(&info));
@@ -51,34 +94,6 @@ Window::Window(MPI_Comm comm, std::size_t bytes, int disp_unit, const char* what
   // 16 bytes: with 578 floats on server 0, a get of server 1's first float returned server 0's
   // float 576 (tests/core/test_sharding_np4.cpp); with 580 or 584 it is right.
   const std::size_t padded = (bytes + kLineBytes - 1) / kLineBytes * kLineBytes;
-  // Parts larger than their host can give fail on every rank (or are killed by the OOM killer once
-  // touched): each rank says how much of its host's memory the parts of its host's ranks take
-  // together, and if one host's take more than 90%, every rank refuses them before allocating,
-  // naming that host's first rank, the size and the limit.
-  const double available = host_memory_available();
-  MPI_Comm node = MPI_COMM_NULL;
-  ASYNCPS_MPI_CHECK(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
-  double on_host[2] = {static_cast<double>(padded), padded > 0 ? 1.0 : 0.0};  // bytes, parts
-  const int summed = MPI_Allreduce(MPI_IN_PLACE, on_host, 2, MPI_DOUBLE, MPI_SUM, node);
-  MPI_Comm_free(&node);
-  ASYNCPS_MPI_CHECK(summed);
-  struct {
-    double share;
-    int rank;
-  } mine{available > 0 ? on_host[0] / available : 0.0, 0}, worst{};
-  MPI_Comm_rank(comm, &mine.rank);
-  ASYNCPS_MPI_CHECK(MPI_Allreduce(&mine, &worst, 1, MPI_DOUBLE_INT, MPI_MAXLOC, comm));
-  if (worst.share > 0.9) {
-    double sizes[3] = {on_host[0], available, on_host[1]};
-    ASYNCPS_MPI_CHECK(MPI_Bcast(sizes, 3, MPI_DOUBLE, worst.rank, comm));
-    MPI_Info_free(&info);
-    const long parts = std::lround(sizes[2]);
-    throw ConfigError("the " + std::string(what) + " window needs " + gigabytes(sizes[0]) + " on the host of rank " +
-                      std::to_string(worst.rank) + (parts > 1 ? " (" + std::to_string(parts) + " ranks' parts)" : "") +
-                      ", which has " + gigabytes(sizes[1]) +
-                      " of memory available: fewer or narrower rows, more servers (Options::num_servers) or hosts "
-                      "with more memory");
-  }
   const int rc = MPI_Win_allocate(static_cast<MPI_Aint>(padded), disp_unit, info, comm, &base_, &win_);
   MPI_Info_free(&info);
   if (rc != MPI_SUCCESS) {

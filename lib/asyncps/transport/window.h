@@ -1,4 +1,4 @@
-// defines: asyncps::detail::Window
+// defines: asyncps::detail::Window, WindowPart, check_host_memory
 // RAII over one MPI window made with MPI_Win_allocate (windows from MPI_Win_create are 20-60x
 // slower for accumulates in Open MPI and their fetch-and-op waits for the target to enter MPI).
 // Move-only. MPI_ERRORS_RETURN is set on it, so every failing call becomes an MpiError.
@@ -10,8 +10,18 @@
 #include <mpi.h>
 
 #include <cstddef>
+#include <span>
 
 namespace asyncps::detail {
+
+// One window's part on this rank, as check_host_memory weighs it.
+struct WindowPart {
+  const char* what;  // "embedding table": its message names the largest
+  std::size_t bytes;
+};
+// Collective over comm, before the windows are made: ConfigError on every rank where the parts
+// one host's ranks would expose together take more than 90% of its available memory.
+void check_host_memory(MPI_Comm comm, std::span<const WindowPart> parts);
 
 class Window {
  public:
