@@ -56,10 +56,16 @@ void check_host_memory(MPI_Comm comm, std::span<const WindowPart> parts) {
   }
   MPI_Comm node = MPI_COMM_NULL;
   ASYNCPS_MPI_CHECK(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
-  const int summed = MPI_Allreduce(MPI_IN_PLACE, on_host.data(), static_cast<int>(on_host.size()), MPI_DOUBLE, MPI_SUM, node);
+  int summed = MPI_Allreduce(MPI_IN_PLACE, on_host.data(), static_cast<int>(on_host.size()), MPI_DOUBLE, MPI_SUM, node);
+  // one reading of the host's memory for all its ranks: their shares are then equal, and the
+  // host is named by its first rank
+  double available = 0;
+  int node_rank = 0;
+  MPI_Comm_rank(node, &node_rank);
+  if (node_rank == 0) available = host_memory_available();
+  if (summed == MPI_SUCCESS) summed = MPI_Bcast(&available, 1, MPI_DOUBLE, 0, node);
   MPI_Comm_free(&node);
   ASYNCPS_MPI_CHECK(summed);
-  const double available = host_memory_available();
   struct {
     double share;
     int rank;
