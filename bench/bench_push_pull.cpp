@@ -367,11 +367,7 @@ int main(int argc, char** argv) {
     }
     MPI_Comm_free(&workers);
   } catch (const std::exception& e) {
-    // the library's messages name its options (Options::chunk_bytes): here, the flags
-    std::string message = e.what();
-    for (const auto& [api, flag] : {std::pair<std::string, std::string>{"Options::num_servers", "--ps"}, {"Options::", "--"}})
-      for (std::size_t at; (at = message.find(api)) != std::string::npos;) message.replace(at, api.size(), flag);
-    asyncps::abort_job(message.c_str());
+    asyncps::abort_job(bench::with_flag_names(e.what()).c_str());
   }
   return 0;
 }
