@@ -17,9 +17,10 @@ HOSTFILE ?= hostfiles/localhost
 RUN_ARGS ?=
 CMAKE_ARGS ?=
 JOBS     ?= $(shell nproc)
-# make test runs two tests at a time (on 2 cores: about 13 min of tests, not 20), whatever the
-# core count: the MPI jobs oversubscribe their cores already. The tests that time a stall or a
-# start-up run alone (RUN_SERIAL), and so do those declaring CTEST_JOBS PROCESSORS or more.
+# make test, test-mpich and sanitize run two tests at a time (on 2 cores: about 17 min of make
+# test's tests, not 20), whatever the core count: the MPI jobs oversubscribe their cores already.
+# The tests that time a stall or a start-up run alone (RUN_SERIAL), and so do those declaring
+# CTEST_JOBS PROCESSORS or more.
 CTEST_JOBS ?= 2
 
 # Open MPI refuses to run as root unless told; CI runs as root.
@@ -86,7 +87,7 @@ test-mpich: data test-deps
 	cmake -S . -B $(MPICH_BUILD) -DCMAKE_BUILD_TYPE=Release -DASYNCPS_MPI=mpich \
 	  -DASYNCPS_BUILD_PYTHON=OFF -DASYNCPS_WITH_CUDA=OFF $(CMAKE_ARGS)
 	cmake --build $(MPICH_BUILD) -j $(JOBS)
-	cd $(MPICH_BUILD) && ctest --output-on-failure --timeout 900 $(MPICH_CTEST_ARGS)
+	cd $(MPICH_BUILD) && ctest --output-on-failure --timeout 900 -j $(CTEST_JOBS) $(MPICH_CTEST_ARGS)
 
 # The transport matrix: Open MPI and MPICH, one host and across the simulated hosts, side by side
 # (bench/mpi_matrix.sh; docs/MULTIHOST.md "The transport matrix").
@@ -125,7 +126,7 @@ sanitize: data test-deps
 	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DASYNCPS_SANITIZE=address,undefined \
 	  -DASYNCPS_WITH_CUDA=OFF -DASYNCPS_BUILD_BENCH=OFF $(CMAKE_ARGS)
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
-	scripts/run-sanitizer-tests.sh $(ASAN_BUILD) $(SANITIZE_CTEST_ARGS)
+	scripts/run-sanitizer-tests.sh $(ASAN_BUILD) -j $(CTEST_JOBS) $(SANITIZE_CTEST_ARGS)
 
 # The libFuzzer targets of fuzz/ (clang 14), each run for FUZZ_SECONDS on a copy of its seeds.
 fuzz: deps

@@ -1,3 +1,4 @@
-// defines: main() for the single-process Catch2 tests
-#define CATCH_CONFIG_MAIN
-#include <catch2/catch.hpp>
+// defines: main() for the single-process Catch2 tests (Catch's implementation: catch_impl.cpp)
+#include "catch_run.h"
+
+int main(int argc, char** argv) { return asyncps_test::run_catch(argc, argv); }

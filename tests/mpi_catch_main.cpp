@@ -6,7 +6,8 @@
 // early, away from the collectives the other ranks wait in: it ends the job at once, with its
 // message, through asyncps::abort_job (as a program following USING.md does), never a hang
 // until the test's timeout.
-#define CATCH_CONFIG_RUNNER
+// (Catch's implementation: catch_impl.cpp; the listener's interfaces are declared for this file)
+#define CATCH_CONFIG_EXTERNAL_INTERFACES
 #include <catch2/catch.hpp>
 
 #include <mpi.h>
@@ -15,6 +16,7 @@
 #include <string>
 
 #include "asyncps/mpi_environment.h"
+#include "catch_run.h"
 
 namespace {
 
@@ -40,9 +42,7 @@ int main(int argc, char** argv) {
   asyncps::MpiEnvironment mpi(&argc, &argv);
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  Catch::Session session;
-  if (const int rc = session.applyCommandLine(argc, argv); rc != 0) return rc;
-  const int failed = session.run();
+  const int failed = asyncps_test::run_catch(argc, argv);
   // Agree on the outcome so that every rank exits the same way.
   int any_failed = 0;
   MPI_Allreduce(&failed, &any_failed, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);

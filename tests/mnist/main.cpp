@@ -1,2 +1,4 @@
-#define CATCH_CONFIG_MAIN
-#include <catch2/catch.hpp>
+// main of test_mnist: Catch2's (its implementation: tests/catch_impl.cpp)
+#include "catch_run.h"
+
+int main(int argc, char** argv) { return asyncps_test::run_catch(argc, argv); }

@@ -1,7 +1,6 @@
 // main of test_nn_gpu: without a visible CUDA device, one line and exit code 77, which ctest
 // reports as skipped (SKIP_RETURN_CODE 77 on nn_gpu_backend); otherwise the Catch2 session.
-#define CATCH_CONFIG_RUNNER
-#include <catch2/catch.hpp>
+#include "catch_run.h"  // (Catch's implementation: tests/catch_impl.cpp)
 
 #include <cstdio>
 
@@ -13,5 +12,5 @@ int main(int argc, char** argv) {
                                                : "no GPU: GPU tests not run (this build has no GPU backend)");
     return 77;
   }
-  return Catch::Session().run(argc, argv);
+  return asyncps_test::run_catch(argc, argv);
 }

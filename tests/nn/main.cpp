@@ -1,7 +1,6 @@
 // test_nn's main: Catch2's, except that when ASYNCPS_CPU_KERNELS forces a level this CPU cannot
 // run (the nn_kernels_forced_* runs on a machine without it), it says so and exits 77 (skipped).
-#define CATCH_CONFIG_RUNNER
-#include <catch2/catch.hpp>
+#include "catch_run.h"  // (Catch's implementation: tests/catch_impl.cpp)
 
 #include <cstdio>
 #include <cstdlib>
@@ -23,5 +22,5 @@ int main(int argc, char** argv) {
     }
     std::printf("CPU kernels forced to %s\n", forced);
   }
-  return Catch::Session().run(argc, argv);
+  return asyncps_test::run_catch(argc, argv);
 }
