@@ -171,6 +171,8 @@ def main():
                     summaries.add_scalar("loss", float(loss), taken)
         w.drain()  # no worker updates any more: the tables and the MLP are final
         wall = time.perf_counter() - t0
+        # both tables' one-sided operations of the training (before the evaluation's pulls, as ctr_async)
+        runs = wide.table.stats["runs"] + deep.table.stats["runs"]
         if session.is_chief:
             w.pull(arena.params)
             final = w.global_step
@@ -189,7 +191,6 @@ def main():
                   f"{samples / wall:.0f} samples/s; test log-loss {sum(losses) / len(labels):.4f}", flush=True)
             print(f"AUC {a:.4f} (the planted model's: {a_planted:.4f})", flush=True)
             if summaries:
-                runs = wide.table.stats["runs"] + deep.table.stats["runs"]  # both tables' pulls and pushes
                 summaries.add_scalars({"auc": a, "log_loss": sum(losses) / len(labels), "samples_per_sec": samples / wall,
                                        "operations_per_step": runs / max(local, 1)}, final)
                 summaries.close()
@@ -197,7 +198,8 @@ def main():
                 print(json.dumps({"impl": "asyncps-python-ctr", "workers": session.num_workers,
                                   "servers": session.num_servers, "rows": args.rows, "global_steps": final,
                                   "wall_seconds": round(wall, 4), "samples_per_sec": round(samples / wall, 1),
-                                  "auc": a, "planted_auc": a_planted, "table_stats": wide.table.stats}), flush=True)
+                                  "auc": a, "planted_auc": a_planted, "operations_per_step": runs / max(local, 1),
+                                  "table_stats": wide.table.stats}), flush=True)
     return 0
 
 

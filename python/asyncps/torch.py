@@ -295,15 +295,20 @@ class TableEmbeddingBag(_torch.nn.Module):
         whose rows got a gradient; returns the number of rows updated (NaN/Inf in a gradient sends
         nothing for that forward: the table counts it in stats['nonfinite']; none since the last
         push: 0). ValueError where none of the forwards has a gradient yet: push before backward
-        (the forwards are kept for the next push)."""
+        (the forwards are kept for the next push). Where push_rows raises (a scale it refuses,
+        ConfigError: nothing of that forward was sent), that forward and the later ones are kept
+        for the next push; the earlier ones were sent."""
         if self._looked_up and all(r.grad is None for _, r in self._looked_up):
             raise ValueError(f"asyncps: TableEmbeddingBag.push: none of the {len(self._looked_up)} forward(s) since "
                              "the last push has a gradient yet: call backward() first (or discard() them)")
-        looked_up, self._looked_up = self._looked_up, []
-        rows = 0
-        for keys, r in looked_up:
-            if r.grad is not None:  # (on a device: one copy of the rows' gradient to the host, waited for)
-                rows += self.table.push_rows(keys, r.grad.contiguous().cpu(), scale).rows
+        looked_up, rows, sent = self._looked_up, 0, 0
+        try:
+            for keys, r in looked_up:
+                if r.grad is not None:  # (on a device: one copy of the rows' gradient to the host, waited for)
+                    rows += self.table.push_rows(keys, r.grad.contiguous().cpu(), scale).rows
+                sent += 1
+        finally:  # a push_rows that raised (a refused scale: nothing of it sent) keeps it and the rest
+            self._looked_up = looked_up[sent:]
         return rows
 
     def discard(self):

@@ -264,7 +264,9 @@ if me == 0:
         refused(ValueError, lambda: mine.push(-0.1), "has a gradient yet", f"{mode}: push before backward")
         ((out - target) ** 2).sum().backward()
         ((want_out - target) ** 2).sum().backward()
-        n = mine.push(-0.1)  # (the forward the refused push kept)
+        refused(asyncps.ConfigError, lambda: mine.push(float("nan")), "scale must be a finite number",
+                f"{mode}: push with a NaN scale")
+        n = mine.push(-0.1)  # (the forward the two refused pushes kept)
         check(n == len(uniq), f"push updated {n} rows, {len(uniq)} looked up")
         after = torch.from_numpy(bag_table.pull_rows(uniq))
         check(torch.allclose(after, before - 0.1 * ref.weight.grad, atol=1e-6),
