@@ -12,7 +12,7 @@
 // Nothing here is collective, and no rank writes unless the program makes it one. One thread at
 // a time (from Python the GIL sees to it). A write that
 // fails (a full disk) is one warning through asyncps::log and the writer writes no more: the
-// curves stop, training goes on.
+// curves stop, training goes on; the file ends with the last whole record (the torn one is cut off).
 #pragma once
 #include <cstdint>
 #include <cstdio>
@@ -26,7 +26,7 @@ namespace asyncps {
 class SummaryWriter {
  public:
   // Creates logdir (and its parents) and a new event file in it, whose first record names the
-  // format ("brain.Event:2"); ConfigError naming the directory if it cannot.
+  // format ("brain.Event:2"); ConfigError naming the directory if it cannot (or if it is empty).
   explicit SummaryWriter(const std::filesystem::path& logdir);
   ~SummaryWriter();
   SummaryWriter(SummaryWriter&& other) noexcept;
@@ -35,11 +35,13 @@ class SummaryWriter {
   SummaryWriter& operator=(const SummaryWriter&) = delete;
 
   // One Event at `step` (its wall time now) holding each (tag, value) as a scalar summary.
-  // ConfigError for an empty tag or one with a NUL byte, or a negative step.
+  // ConfigError for an empty tag or one with a NUL byte, a finite value beyond a float's range
+  // (TensorBoard's scalars are 32-bit floats; NaN and Inf are written as they are), or a negative
+  // step.
   void add_scalars(const std::vector<std::pair<std::string, double>>& values, std::int64_t step);
   void add_scalar(const std::string& tag, double value, std::int64_t step) { add_scalars({{tag, value}}, step); }
 
-  // The file's path; empty once moved from or closed.
+  // The file's path (still after close()); empty once moved from.
   const std::filesystem::path& path() const noexcept { return path_; }
   // Flushes and closes the file (the destructor does it too); later adds are refused.
   void close();
@@ -48,6 +50,7 @@ class SummaryWriter {
   void write_record(const std::string& data);
   std::filesystem::path path_;
   std::FILE* file_ = nullptr;
+  long long whole_ = 0;   // bytes of the file that are whole records
   bool failed_ = false;  // a write failed: warned once, nothing more written
 };
 

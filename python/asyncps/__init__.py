@@ -93,6 +93,8 @@ def _message(exc):
     text = text[len("asyncps: "):] if text.startswith("asyncps: ") else text
     if isinstance(exc, Error):
         return text
+    if not text:  # (KeyboardInterrupt, a bare raise of a class: no message of their own)
+        text = "interrupted (SIGINT or Ctrl-C)" if isinstance(exc, KeyboardInterrupt) else "(no message)"
     return f"uncaught {type(exc).__name__}: {text}"
 
 

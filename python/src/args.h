@@ -1,4 +1,4 @@
-// defines: asyncps_python::int64_arg, int_arg, double_arg, float32_arg, scale_arg, bool_arg,
+// defines: asyncps_python::int64_arg, uint64_arg, int_arg, double_arg, float32_arg, scale_arg, bool_arg,
 //          str_arg, path_arg, optional_path_arg, type_name, short_repr
 // The binding converts every scalar argument itself instead of leaving it to pybind11, so that
 // a hostile value is one clear exception naming the call and the argument, raised before
@@ -22,6 +22,7 @@ std::string type_name(pybind11::handle v);   // "int", "numpy.float64"
 std::string short_repr(pybind11::handle v);  // repr(v), at most 60 characters (never raises)
 
 std::int64_t int64_arg(pybind11::handle v, const char* call, const char* arg);
+std::uint64_t uint64_arg(pybind11::handle v, const char* call, const char* arg);  // [0, 2**64)
 int int_arg(pybind11::handle v, const char* call, const char* arg);
 // Any real number (finite or not: the library validates the value).
 double double_arg(pybind11::handle v, const char* call, const char* arg);

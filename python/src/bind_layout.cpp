@@ -131,8 +131,7 @@ void bind_layout(py::module_& m) {
             spec.optimizer = asyncps::parse_choice<asyncps::RowOptimizer>(str_arg(optimizer, call, "optimizer"),
                                                                          "Layout.add_table: optimizer");
             spec.init_scale = float32_arg(init_scale, call, "init_scale");
-            const std::int64_t sd = int64_arg(seed, call, "seed");
-            spec.seed = static_cast<std::uint64_t>(sd);  // (any 64 bits: -1 is 2**64 - 1)
+            spec.seed = uint64_arg(seed, call, "seed");  // (the library's: any of the 2**64)
             // A keyword given (not None) that the optimizer does not take would do nothing, whatever
             // its value (add_table itself can only see one set away from its default): refused.
             const std::vector<std::string> own = asyncps::row_optimizer_fields(spec.optimizer);

@@ -3,6 +3,7 @@
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
+#include <chrono>
 #include <exception>
 #include <optional>
 #include <pybind11/stl.h>
@@ -81,11 +82,24 @@ void bind_server(py::module_& m) {
             asyncps::ParameterServer& server = h.get(call);
             const py::object fn = py::reinterpret_borrow<py::object>(tick);
             std::function<void()> hook;
-            if (!fn.is_none()) hook = [&fn] {
-              py::gil_scoped_acquire locked;
-              TickScope inside;  // the tick may only read (lifetime.h)
-              fn();
-            };
+            if (!fn.is_none()) {
+              hook = [&fn] {  // (its Python code runs the signal handlers that are due: Ctrl-C raises in it)
+                py::gil_scoped_acquire locked;
+                TickScope inside;  // the tick may only read (lifetime.h)
+                fn();
+              };
+            } else {
+              // No tick: the signals Python has caught (SIGINT: KeyboardInterrupt) are looked at
+              // every 50 ms, so that an interrupt ends serve() with its exception now rather than at
+              // the job's end (nothing else runs Python code in this thread until serve() returns).
+              hook = [last = std::chrono::steady_clock::now()]() mutable {
+                const auto now = std::chrono::steady_clock::now();
+                if (now - last < std::chrono::milliseconds(50)) return;
+                last = now;
+                py::gil_scoped_acquire locked;
+                if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+              };
+            }
             h.served = true;
             h.serving = true;
             struct Done {
@@ -97,7 +111,8 @@ void bind_server(py::module_& m) {
           },
           py::arg("tick") = py::none(),
           "Serves until every worker has finished, then frees the windows (collective: every rank is at the job's "
-          "end there). The GIL is released. tick(), if given, runs every 1 to 10 ms, after an entry into MPI; it may read "
+          "end there). The GIL is released; a signal Python catches (Ctrl-C: KeyboardInterrupt) raises from serve() "
+          "within 50 ms. tick(), if given, runs every 1 to 10 ms, after an entry into MPI; it may read "
           "(snapshot(), properties) and nothing else of asyncps; an exception from it ends serve() with it.")
       .def(
           "snapshot",

@@ -176,6 +176,24 @@ std::int64_t int64_arg(py::handle v, const char* call, const char* arg) {
   return static_cast<std::int64_t>(x);
 }
 
+std::uint64_t uint64_arg(py::handle v, const char* call, const char* arg) {
+  if (PyBool_Check(v.ptr()) || PyFloat_Check(v.ptr())) wrong_type(call, arg, "an integer", v);
+  PyObject* i = PyNumber_Index(v.ptr());
+  if (!i) {
+    PyErr_Clear();
+    wrong_type(call, arg, "an integer", v);
+  }
+  const unsigned long long x = PyLong_AsUnsignedLongLong(i);  // (OverflowError: negative or 2**64 and up)
+  Py_DECREF(i);
+  if (x == static_cast<unsigned long long>(-1) && PyErr_Occurred()) {
+    const bool overflow = PyErr_ExceptionMatches(PyExc_OverflowError);
+    PyErr_Clear();
+    if (overflow) out_of_range(call, arg, v, "is not in [0, 2**64)");
+    wrong_type(call, arg, "an integer", v);
+  }
+  return static_cast<std::uint64_t>(x);
+}
+
 int int_arg(py::handle v, const char* call, const char* arg) {
   const std::int64_t x = int64_arg(v, call, arg);
   if (x < INT_MIN || x > INT_MAX) out_of_range(call, arg, v, "does not fit a 32-bit integer");

@@ -96,6 +96,10 @@ refused(asyncps.ConfigError, lambda: L().add_table("t", 10, 2, init_scale=1e300)
 refused(TypeError, lambda: L().add_table("t", 10, 2, init_scale="x"), "init_scale must be a number",
         "add_table(init_scale='x')")
 refused(TypeError, lambda: L().add_table("t", 10, 2, seed=1.0), "seed must be an integer", "add_table(seed=1.0)")
+refused(asyncps.ConfigError, lambda: L().add_table("t", 10, 2, seed=-1), "is not in [0, 2**64)", "add_table(seed=-1)")
+big = L()
+big.add_table("t", 10, 2, seed=2**64 - 1)
+check(big.table("t").seed == 2**64 - 1, "seed 2**64 - 1 is taken")
 refused(asyncps.ConfigError, lambda: L().add_table("t", 10, 2, optimizer="adagrad", initial_accumulator=0.0),
         "initial_accumulator", "add_table(initial_accumulator=0)")
 refused(asyncps.ConfigError, lambda: L().add_table("t", 10, 2, optimizer="adagrad", initial_accumulator=float("inf")),

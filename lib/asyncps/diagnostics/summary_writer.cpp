@@ -5,7 +5,10 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <cstring>
+#include <limits>
+#include <sstream>
 
 #include "asyncps/error.h"
 #include "asyncps/log.h"
@@ -27,6 +30,7 @@ std::string host_name() {
 }  // namespace
 
 SummaryWriter::SummaryWriter(const std::filesystem::path& logdir) {
+  if (logdir.empty()) throw ConfigError("SummaryWriter: the log directory must not be empty");
   std::error_code ec;
   std::filesystem::create_directories(logdir, ec);
   if (ec) throw ConfigError("SummaryWriter: cannot create " + logdir.string() + ": " + ec.message());
@@ -43,13 +47,17 @@ SummaryWriter::SummaryWriter(const std::filesystem::path& logdir) {
       throw ConfigError("SummaryWriter: cannot write " + path_.string() + ": " + std::strerror(errno));
   }
   if (!file_) throw ConfigError("SummaryWriter: cannot create a new event file in " + logdir.string());
+  // unbuffered: each record goes to the file in write(2)s at once, and a write that fails leaves
+  // nothing behind in a buffer that fclose would write after the cut below
+  std::setvbuf(file_, nullptr, _IONBF, 0);
   write_record(detail::encode_version_event(t));
 }
 
 SummaryWriter::~SummaryWriter() { close(); }
 
 SummaryWriter::SummaryWriter(SummaryWriter&& other) noexcept
-    : path_(std::move(other.path_)), file_(std::exchange(other.file_, nullptr)), failed_(other.failed_) {
+    : path_(std::move(other.path_)), file_(std::exchange(other.file_, nullptr)), whole_(other.whole_),
+      failed_(other.failed_) {
   other.path_.clear();
 }
 
@@ -59,6 +67,7 @@ SummaryWriter& SummaryWriter::operator=(SummaryWriter&& other) noexcept {
     path_ = std::move(other.path_);
     other.path_.clear();
     file_ = std::exchange(other.file_, nullptr);
+    whole_ = other.whole_;
     failed_ = other.failed_;
   }
   return *this;
@@ -72,9 +81,16 @@ void SummaryWriter::close() {
 void SummaryWriter::add_scalars(const std::vector<std::pair<std::string, double>>& values, std::int64_t step) {
   if (!file_ && !failed_) throw ConfigError("SummaryWriter: the writer is closed");
   if (step < 0) throw ConfigError("SummaryWriter: step must be >= 0, got " + std::to_string(step));
-  for (const auto& [tag, value] : values)
+  for (const auto& [tag, value] : values) {
     if (tag.empty() || tag.find('\0') != std::string::npos)
       throw ConfigError("SummaryWriter: a tag must be non-empty and hold no NUL byte");
+    if (std::isfinite(value) && std::fabs(value) > std::numeric_limits<float>::max()) {
+      std::ostringstream v;
+      v << value;
+      throw ConfigError("SummaryWriter: " + tag + " is " + v.str() +
+                        ", beyond the range of a scalar summary (a 32-bit float; NaN and Inf are written as they are)");
+    }
+  }
   write_record(detail::encode_scalar_event(now_seconds(), step, values));
 }
 
@@ -83,9 +99,16 @@ void SummaryWriter::write_record(const std::string& data) {
   const std::string r = detail::tf_record(data);
   if (std::fwrite(r.data(), 1, r.size(), file_) != r.size() || std::fflush(file_) != 0) {
     failed_ = true;  // (a full disk: the curves stop, training goes on)
+    const int err = errno;
+    // the part of the record that was written is cut off: the file ends with a whole record,
+    // which TFRecord readers that stop at a torn one (tf.data) read to the end
+    if (ftruncate(fileno(file_), whole_) != 0) {}
+    errno = err;
     log(LogLevel::Warning, "SummaryWriter: cannot write " + path_.string() + " (" + std::strerror(errno) +
                                "); no more summaries are written to it");
+    return;
   }
+  whole_ += static_cast<long long>(r.size());
 }
 
 }  // namespace asyncps
