@@ -247,11 +247,14 @@ int run_worker(const Config& config, asyncps::Session& session) {
     std::printf("Done: %lld global steps by %d worker(s) in %.2f s: %.0f samples/s; test accuracy %.4f (EMA %.4f)\n",
                 static_cast<long long>(steps), roles.num_workers(), wall, samples_per_sec, plain.test, averaged.test);
     std::fflush(stdout);
-    metrics->write({{"global_step", static_cast<double>(steps)}, {"local_step", static_cast<double>(local_step)},
-                    {"loss", loss}, {"learning_rate", lr}, {"wall_seconds", wall},
-                    {"samples_per_sec", samples_per_sec}, {"validation_accuracy", plain.validation},
-                    {"validation_accuracy_ema", averaged.validation}, {"test_accuracy", plain.test},
-                    {"test_accuracy_ema", averaged.test}, {"workers", static_cast<double>(roles.num_workers())}});
+    std::vector<std::pair<std::string, double>> last{
+        {"global_step", static_cast<double>(steps)}, {"local_step", static_cast<double>(local_step)},
+        {"loss", loss}, {"learning_rate", lr}, {"wall_seconds", wall},
+        {"validation_accuracy", plain.validation}, {"validation_accuracy_ema", averaged.validation},
+        {"test_accuracy", plain.test}, {"test_accuracy_ema", averaged.test},
+        {"workers", static_cast<double>(roles.num_workers())}};
+    if (steps > first_step) last.emplace_back("samples_per_sec", samples_per_sec);  // (no step taken: no rate to plot)
+    metrics->write(last);
     const auto& tau = step_loop.job_staleness();
     std::printf("Staleness over %llu updates (%s): mean %.2f, p50 %lld, p99 %lld, max %lld; the chief waited %.3f s for "
                 "other workers\n",

@@ -220,8 +220,10 @@ def main():
         print(f"Done: {final} global steps by {session.num_workers} worker(s) in {wall:.2f} s: "
               f"{samples / wall:.0f} samples/s; test accuracy {acc:.4f} (EMA {acc_ema:.4f})", flush=True)
         if summaries:
-            summaries.add_scalars({"test_accuracy": acc, "test_accuracy_ema": acc_ema,
-                                   "samples_per_sec": samples / wall}, final)
+            last = {"test_accuracy": acc, "test_accuracy_ema": acc_ema}
+            if final > first:  # (a run that took no step has no rate to plot)
+                last["samples_per_sec"] = samples / wall
+            summaries.add_scalars(last, final)
             summaries.close()
         if args.json:
             print(json.dumps({"impl": "asyncps-python", "device": str(device),

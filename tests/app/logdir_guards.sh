@@ -38,7 +38,7 @@ common=(--data_dir "$data" --train_limit 10000 --save_secs 0)
 run first -np 3 "$job" "${common[@]}" --logdir "$log" --ps 2 --training_steps 100
 first=$(cd "$log" && md5sum ckpt-* | sort)
 run fresh -np 3 "$job" "${common[@]}" --logdir "$log" --ps 2 --training_steps 100 --no_restore
-grep -q "asyncps: 3 checkpoint file(s) of an earlier run past step 0, which this run would overwrite, moved to $log/earlier-run-" \
+grep -Eq "asyncps: 3 checkpoint file\(s\) of an earlier run past step 0, which this run would overwrite, and 1 TensorBoard event file\(s\) written before this job, moved to $log/earlier-run-" \
   "$work/fresh.out" || { cat "$work/fresh.out"; fail "--no_restore: the earlier run's files were not moved aside"; }
 archive=$(ls -d "$log"/earlier-run-* | head -1)
 [ "$first" = "$(cd "$archive" && md5sum ckpt-* | sort)" ] || fail "the moved files differ from the earlier run's"

@@ -50,11 +50,31 @@ std::string naming(const std::exception& e, const fs::path& file) {
   return file.string() + ": " + e.what();
 }
 
+// When this process loaded the library: an event file in the directory last written before it
+// is an earlier job's (this job's chief makes its files after its ranks have started).
+const fs::file_time_type g_loaded = fs::file_time_type::clock::now();
+
+// The TensorBoard event files (SummaryWriter's events.out.tfevents.*) in `dir` last written
+// before `before`: an earlier run's curves, set aside with its checkpoints so that TensorBoard
+// shows them as a run of their own (earlier-run-*/ is a subdirectory) rather than mixed with
+// this run's. Never throws (an unreadable directory: what was listed).
+std::vector<fs::path> event_files_before(const fs::path& dir, fs::file_time_type before) {
+  std::vector<fs::path> out;
+  for_each_name(dir, [&](const std::string& name) {
+    if (!name.starts_with("events.out.tfevents.")) return;
+    std::error_code ec;
+    const fs::path f = dir / name;
+    if (fs::is_regular_file(fs::symlink_status(f, ec)) && fs::last_write_time(f, ec) < before && !ec) out.push_back(f);
+  });
+  return out;
+}
+
 // A run that does not continue from the newest checkpoint in the directory would overwrite the
 // files of an earlier run past its starting step: each server moves its own aside first. So does
 // one that starts from a checkpoint elsewhere (restart_from) at a step the directory has one of
 // its own (those files too), and one that restores past newer checkpoints it could not use
-// (damaged: the only copy of the newest state, kept for whoever can mend it).
+// (damaged: the only copy of the newest state, kept for whoever can mend it). Server 0 moves the
+// earlier runs' event files with them.
 void move_earlier_run(const JobFacts& job, std::int64_t after_step, bool skipped_newer = false) {
   const CheckpointOptions& co = job.options().checkpoint;
   if (co.dir.empty() || (co.restore && co.restart_from.empty() && !skipped_newer)) return;
@@ -75,10 +95,15 @@ void move_earlier_run(const JobFacts& job, std::int64_t after_step, bool skipped
     archive = (co.dir / name).string();
   }
   bcast_string(job.comm(), archive);
-  long long moved = 0, failed = 0;
+  long long moved = 0, failed = 0, events = 0;
   std::string problem;
   if (roles.is_server()) try {
-      for (const auto& f : files_past(co.dir, after_step, roles.rank, roles.num_servers)) {
+      std::vector<fs::path> files = files_past(co.dir, after_step, roles.rank, roles.num_servers);
+      const std::size_t checkpoint_files = files.size();
+      if (roles.rank == 0)
+        for (auto& f : event_files_before(co.dir, g_loaded)) files.push_back(std::move(f));
+      for (std::size_t i = 0; i < files.size(); ++i) {
+        const fs::path& f = files[i];
         std::error_code ec;
         fs::create_directories(archive, ec);
         // never replace a file already there (rename would): on a host where the folder
@@ -90,23 +115,29 @@ void move_earlier_run(const JobFacts& job, std::int64_t after_step, bool skipped
           ++failed;
           problem = f.string() + ": " + ec.message();
         } else {
-          ++moved;
+          ++(i < checkpoint_files ? moved : events);
         }
       }
     } catch (const std::exception& e) {  // (a directory that cannot be listed) counted, agreed on below
       ++failed;
       problem = naming(e, co.dir);
     }
-  long long mine[2] = {moved, failed}, all[2] = {0, 0};
-  ASYNCPS_MPI_CHECK(MPI_Allreduce(mine, all, 2, MPI_LONG_LONG, MPI_SUM, job.comm()));
+  long long mine[3] = {moved, failed, events}, all[3] = {0, 0, 0};
+  ASYNCPS_MPI_CHECK(MPI_Allreduce(mine, all, 3, MPI_LONG_LONG, MPI_SUM, job.comm()));
   if (all[1] > 0)  // never overwrite what could not be moved
     throw CheckpointError("cannot move an earlier run's checkpoint files out of the way (" +
                           (problem.empty() ? std::string("on another server") : problem) +
                           "); move them away by hand or use another directory");
+  // (the archive's path ends the line: scripts take it from there)
+  const std::string with_events =
+      all[2] > 0 ? ", and " + std::to_string(all[2]) + " TensorBoard event file(s) written before this job," : "";
   if (roles.rank == 0 && all[0] > 0)
     log(LogLevel::Info, std::to_string(all[0]) + " checkpoint file(s) of an earlier run past step " +
                             std::to_string(std::max<std::int64_t>(after_step, 0)) +
-                            ", which this run would overwrite, moved to " + archive);
+                            ", which this run would overwrite" + with_events + " moved to " + archive);
+  else if (roles.rank == 0 && all[2] > 0)
+    log(LogLevel::Info, std::to_string(all[2]) + " TensorBoard event file(s) of an earlier run (written before this job), "
+                            "which this run starts over, moved to " + archive);
 }
 
 }  // namespace
