@@ -30,6 +30,7 @@ TableEmbeddingBag, an nn.EmbeddingBag whose weight is an asyncps.EmbeddingTable 
 """
 import math as _math
 import os as _os
+import warnings as _warnings
 
 import torch as _torch
 import torch.nn.functional as _F
@@ -90,6 +91,12 @@ class ModuleArena:
         named = [(n, p) for n, p in module.named_parameters() if p.requires_grad]
         if not named:
             raise ValueError("asyncps: ModuleArena: the module has no trainable parameters")
+        local = [n for n, b in module.named_buffers() if b.is_floating_point()]
+        if local:  # (BatchNorm's running statistics: what the servers never hold, said once, not silently)
+            shown = ", ".join(local[:4]) + (f" and {len(local) - 4} more" if len(local) > 4 else "")
+            _warnings.warn(f"asyncps: ModuleArena: the module's floating-point buffers ({shown}) are not in the arena: "
+                           "each worker keeps its own, and the servers, the other workers and the checkpoints never "
+                           "see them (docs/PYTHON.md, 'Module buffers')", UserWarning, stacklevel=2)
         for name, p in named:
             if p.dtype != _torch.float32:
                 raise ValueError(f"asyncps: ModuleArena: parameter {name} is {p.dtype}; the arena holds float32 "
