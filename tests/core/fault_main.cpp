@@ -23,14 +23,17 @@
 //   server0_stops_in_pull  (stall timeout 1 s; run it with osc pt2pt, where nothing completes
 //                  unless the target enters MPI) server 0 stops entering MPI after 0.3 s of
 //                  serving while every worker sits in the blocking pull() (a flush): watched
-//   halt_keeps_older DIR  checkpoints in DIR every 0.1 s, keep 1; after 1 s RANK (a worker) asks
-//                  for a halt: the final save must not prune the last periodic checkpoint
+//   halt_keeps_older DIR  checkpoints in DIR every 0.1 s, keep 1; 20 steps after a periodic
+//                  checkpoint is in DIR, RANK (a worker) asks for a halt: the final save must not
+//                  prune the last periodic checkpoint
 // The workers train "forever" (1e12 steps), so only the failure can end the job. It must end
 // every rank, non-zero, within seconds, with one line naming the failure and the rank.
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <new>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -42,6 +45,16 @@
 
 namespace {
 [[noreturn]] void fail_here(const std::string& where) { throw std::runtime_error("injected fault: " + where); }
+
+// Whether `dir` holds a checkpoint index (ckpt-<step>.index) yet.
+bool has_index(const char* dir) {
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.starts_with("ckpt-") && name.ends_with(".index")) return true;
+  }
+  return false;
+}
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -97,11 +110,15 @@ int main(int argc, char** argv) {
         std::this_thread::sleep_for(std::chrono::milliseconds(1));
         w.push(grad, -0.1f);
       }
+      std::optional<int> periodic_seen;  // halt_keeps_older: the step at which a checkpoint index was first seen
       for (int step = 0; where != "transport_loop" && steps.begin_step(params, limit); ++step) {
         if (me && where == "mid_training" && step == 50) fail_here(where);
         if (me && where == "pause_in_step" && step == 50) std::this_thread::sleep_for(std::chrono::seconds(4));
-        if (me && where == "halt_keeps_older" && std::chrono::steady_clock::now() - t0 > std::chrono::seconds(1))
-          steps.request_halt();
+        // (20 steps after the first periodic checkpoint is on disk, not at a time: a start-up that
+        // took a second on a loaded machine had left no periodic one before the halt)
+        if (me && where == "halt_keeps_older" && step % 10 == 0 && !periodic_seen && has_index(argv[3]))
+          periodic_seen = step;
+        if (me && where == "halt_keeps_older" && periodic_seen && step == *periodic_seen + 20) steps.request_halt();
         if (where == "halt_keeps_older") std::this_thread::sleep_for(std::chrono::milliseconds(1));
         steps.end_step(grad, -0.1f);
       }
