@@ -44,9 +44,9 @@ Evaluation evaluate(const ClickLog& log, const ModelShape& shape, const asyncps:
 }
 
 void print_eval(std::int64_t global_steps, int batch, double training_seconds, const Evaluation& e) {
-  std::printf("eval: %lld global steps, %lld samples, %.3f s training, AUC %.4f, log-loss %.4f\n",
-              static_cast<long long>(global_steps), static_cast<long long>(global_steps) * batch, training_seconds, e.auc,
-              e.log_loss);
+  std::printf("eval: %lld global steps, %lld samples, %.3f s training, AUC %s, log-loss %.4f\n",
+              static_cast<long long>(global_steps), static_cast<long long>(global_steps) * batch, training_seconds,
+              auc_text(e.auc).c_str(), e.log_loss);
   std::fflush(stdout);
 }
 
@@ -56,8 +56,9 @@ void print_result(std::int64_t global_steps, std::int64_t run_steps, int batch, 
       run_steps == global_steps ? std::string() : " (" + std::to_string(run_steps) + " in this run)";
   std::printf("Done: %lld global steps%s by %d worker(s) in %.2f s: %.0f samples/s\n", static_cast<long long>(global_steps),
               resumed.c_str(), workers, seconds, static_cast<double>(run_steps) * batch / seconds);
-  std::printf("AUC %.4f (the planted model's: %.4f), log-loss %.4f (planted: %.4f) on %lld held-out examples\n", e.auc,
-              e.planted_auc, e.log_loss, e.planted_log_loss, static_cast<long long>(examples));
+  std::printf("AUC %s (the planted model's: %s), log-loss %.4f (planted: %.4f) on %lld held-out examples\n",
+              auc_text(e.auc).c_str(), auc_text(e.planted_auc).c_str(), e.log_loss, e.planted_log_loss,
+              static_cast<long long>(examples));
   std::fflush(stdout);
 }
 

@@ -1,6 +1,7 @@
 // defines: dump_data
 #include "dump.h"
 
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -77,15 +78,16 @@ int dump_data(const Config& c) {
   dump_stream(c, log, 0, c.test_examples, dir, "test", &test);
   const auto n = static_cast<std::ptrdiff_t>(c.test_examples);
   const std::vector<float> labels(test.begin(), test.begin() + n), planted(test.begin() + n, test.end());
+  const double planted_auc = auc(planted, labels);
   std::ofstream meta(dir / "meta.json");
   meta << "{\"rows\": " << c.rows << ", \"fields\": " << log.config().fields << ", \"dense\": " << log.config().dense
        << ", \"workers\": " << c.dump_workers << ", \"examples_per_worker\": " << c.dump_examples
        << ", \"test_examples\": " << c.test_examples << ", \"seed\": " << c.data.seed
-       << ", \"planted_auc\": " << auc(planted, labels) << "}\n";
+       << ", \"planted_auc\": " << (std::isnan(planted_auc) ? std::string("null") : std::to_string(planted_auc)) << "}\n";
   if (!meta) throw asyncps::Error("--dump_data: cannot write " + (dir / "meta.json").string());
-  std::printf("wrote %d training stream(s) of %lld examples and %lld held-out examples to %s (planted AUC %.4f)\n",
+  std::printf("wrote %d training stream(s) of %lld examples and %lld held-out examples to %s (planted AUC %s)\n",
               c.dump_workers, static_cast<long long>(c.dump_examples), static_cast<long long>(c.test_examples),
-              dir.string().c_str(), auc(planted, labels));
+              dir.string().c_str(), auc_text(planted_auc).c_str());
   return 0;
 }
 

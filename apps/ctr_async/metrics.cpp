@@ -1,8 +1,10 @@
-// defines: auc, log_loss
+// defines: auc, auc_text, log_loss
 #include "metrics.h"
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <limits>
 #include <numeric>
 
 namespace ctr_async {
@@ -22,8 +24,15 @@ double auc(const std::vector<float>& scores, const std::vector<float>& labels) {
     i = j;
   }
   const double negatives = static_cast<double>(scores.size()) - positives;
-  if (positives == 0 || negatives == 0) return 0.5;
+  if (positives == 0 || negatives == 0) return std::numeric_limits<double>::quiet_NaN();
   return (rank_sum - positives * (positives + 1) / 2) / (positives * negatives);
+}
+
+std::string auc_text(double auc) {
+  if (std::isnan(auc)) return "n/a (one class only)";
+  char b[32];
+  std::snprintf(b, sizeof b, "%.4f", auc);
+  return b;
 }
 
 double log_loss(const std::vector<float>& logits, const std::vector<float>& labels) {

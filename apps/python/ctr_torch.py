@@ -50,6 +50,11 @@ class Clicks:
         return torch.from_numpy(keys), torch.from_numpy(dense), torch.from_numpy(label), logit
 
 
+def auc_text(a):
+    """'0.8123', or 'n/a (one class only)' for the NaN of a test set with one class (as ctr_async)."""
+    return "n/a (one class only)" if math.isnan(a) else f"{a:.4f}"
+
+
 def auc(scores, labels):
     """Area under the ROC curve (rank statistic, ties averaged)."""
     order = np.argsort(scores, kind="mergesort")
@@ -189,7 +194,7 @@ def main():
             samples = final * args.batch
             print(f"Done: {final} global steps by {session.num_workers} worker(s) in {wall:.2f} s: "
                   f"{samples / wall:.0f} samples/s; test log-loss {sum(losses) / len(labels):.4f}", flush=True)
-            print(f"AUC {a:.4f} (the planted model's: {a_planted:.4f})", flush=True)
+            print(f"AUC {auc_text(a)} (the planted model's: {auc_text(a_planted)})", flush=True)
             if summaries:
                 summaries.add_scalars({"auc": a, "log_loss": sum(losses) / len(labels), "samples_per_sec": samples / wall,
                                        "operations_per_step": runs / max(local, 1)}, final)
@@ -198,7 +203,8 @@ def main():
                 print(json.dumps({"impl": "asyncps-python-ctr", "workers": session.num_workers,
                                   "servers": session.num_servers, "rows": args.rows, "global_steps": final,
                                   "wall_seconds": round(wall, 4), "samples_per_sec": round(samples / wall, 1),
-                                  "auc": a, "planted_auc": a_planted, "operations_per_step": runs / max(local, 1),
+                                  "auc": None if math.isnan(a) else a,
+                                  "planted_auc": None if math.isnan(a_planted) else a_planted, "operations_per_step": runs / max(local, 1),
                                   "table_stats": wide.table.stats}), flush=True)
     return 0
 

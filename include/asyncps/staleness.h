@@ -24,10 +24,14 @@ class StalenessHistogram {
   std::uint64_t count() const noexcept { return count_; }
   double mean() const noexcept { return count_ ? sum_ / static_cast<double>(count_) : 0.0; }
   std::int64_t max() const noexcept { return max_; }
-  // Smallest tau with at least p percent of the updates at or below it (p in [0, 100]).
-  std::int64_t percentile(double p) const noexcept;
+  // Smallest tau with at least p percent of the updates at or below it; 0 with no update.
+  // ConfigError for a p outside [0, 100] (NaN included).
+  std::int64_t percentile(double p) const;
 
-  // Raw state, for summing across ranks: bins, then {count, sum, max} as doubles.
+  // Raw state, for summing across ranks: bins, then {count, sum, max} as doubles
+  // (kBins + 3 values). from_vector takes what to_vector (or a sum of them) gave: ConfigError for
+  // another length, a value that is negative, not whole or not finite, or a count that is not
+  // the bins' sum.
   std::vector<double> to_vector() const;
   static StalenessHistogram from_vector(std::span<const double> v);
 

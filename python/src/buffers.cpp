@@ -133,6 +133,17 @@ bool is_numpy_bool(py::handle v) {
   const std::string t = type_name(v);
   return t == "numpy.bool_" || t == "numpy.bool";
 }
+// The integer `v` holds, as a new reference: int, numpy integers, anything with __index__; a
+// bool or a float is refused, as is anything else.
+PyObject* index_of(py::handle v, const char* call, const char* arg) {
+  if (PyBool_Check(v.ptr()) || PyFloat_Check(v.ptr())) wrong_type(call, arg, "an integer", v);
+  PyObject* i = PyNumber_Index(v.ptr());
+  if (!i) {
+    PyErr_Clear();
+    wrong_type(call, arg, "an integer", v);
+  }
+  return i;
+}
 
 }  // namespace
 
@@ -159,12 +170,7 @@ std::string short_repr(py::handle v) {
 }
 
 std::int64_t int64_arg(py::handle v, const char* call, const char* arg) {
-  if (PyBool_Check(v.ptr()) || PyFloat_Check(v.ptr())) wrong_type(call, arg, "an integer", v);
-  PyObject* i = PyNumber_Index(v.ptr());  // int, numpy integers, anything with __index__
-  if (!i) {
-    PyErr_Clear();
-    wrong_type(call, arg, "an integer", v);
-  }
+  PyObject* i = index_of(v, call, arg);
   int overflow = 0;
   const long long x = PyLong_AsLongLongAndOverflow(i, &overflow);
   Py_DECREF(i);
@@ -177,12 +183,7 @@ std::int64_t int64_arg(py::handle v, const char* call, const char* arg) {
 }
 
 std::uint64_t uint64_arg(py::handle v, const char* call, const char* arg) {
-  if (PyBool_Check(v.ptr()) || PyFloat_Check(v.ptr())) wrong_type(call, arg, "an integer", v);
-  PyObject* i = PyNumber_Index(v.ptr());
-  if (!i) {
-    PyErr_Clear();
-    wrong_type(call, arg, "an integer", v);
-  }
+  PyObject* i = index_of(v, call, arg);
   const unsigned long long x = PyLong_AsUnsignedLongLong(i);  // (OverflowError: negative or 2**64 and up)
   Py_DECREF(i);
   if (x == static_cast<unsigned long long>(-1) && PyErr_Occurred()) {

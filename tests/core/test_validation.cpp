@@ -7,6 +7,7 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <vector>
 
 #include "asyncps/checkpoint.h"
 #include "asyncps/error.h"
@@ -285,4 +286,47 @@ TEST_CASE("the staleness learning rate: 1/max(1, tau)^p absolute, ((1 + mean)/(1
     CHECK(staleness_lr_scale(tau, tau, 0.5, true) == Approx(1.0));
     CHECK(staleness_lr_scale(tau, tau, 0.5, false) == Approx(1.0 / std::sqrt(tau)));
   }
+}
+
+TEST_CASE("a staleness histogram refuses a percentile outside [0, 100] and raw state to_vector could not have given",
+          "[validation][staleness]") {
+  StalenessHistogram h;
+  for (std::int64_t tau : {0, 1, 1, 2, 5000}) h.record(tau);
+  CHECK(h.percentile(0) == 0);
+  CHECK(h.percentile(50) == 1);
+  CHECK(h.percentile(100) == 5000);  // the last bin holds tau >= 1023: its percentile is the max
+  for (double bad : {-1.0, 100.5, std::nan("")})
+    CHECK_THROWS_WITH(h.percentile(bad), Catch::Contains("StalenessHistogram::percentile: p must be in [0, 100]"));
+  CHECK(StalenessHistogram{}.percentile(99) == 0);
+
+  const std::vector<double> v = h.to_vector();  // round trip
+  const StalenessHistogram back = StalenessHistogram::from_vector(v);
+  CHECK(back.count() == 5);
+  CHECK(back.max() == 5000);
+  CHECK(back.mean() == Approx(h.mean()));
+  CHECK(back.percentile(50) == 1);
+
+  const auto refused_state = [](std::vector<double> w, const char* what) {
+    CHECK_THROWS_WITH(StalenessHistogram::from_vector(w), Catch::Contains("StalenessHistogram::from_vector: ") && Catch::Contains(what));
+  };
+  refused_state({}, "needs 1027 values");
+  refused_state(std::vector<double>(v.begin(), v.end() - 1), "got 1026");
+  auto w = v;
+  w[3] = -1;
+  refused_state(w, "bin 3 is not a count");
+  w = v;
+  w[1] = 1.5;
+  refused_state(w, "bin 1 is not a count");
+  w = v;
+  w[0] = std::nan("");
+  refused_state(w, "bin 0 is not a count");
+  w = v;
+  w[StalenessHistogram::kBins] = 6;  // count != the bins' sum
+  refused_state(w, "is not the bins' sum");
+  w = v;
+  w[StalenessHistogram::kBins + 1] = std::numeric_limits<double>::infinity();
+  refused_state(w, "sum must be finite");
+  w = v;
+  w[StalenessHistogram::kBins + 2] = 1e30;  // a max no int64 holds
+  refused_state(w, "max a whole number");
 }

@@ -6,7 +6,8 @@
 #  2. their "s training" leaves every evaluation out, its own too: it rises from line to line and
 #     the last is at most the Done line's time, which leaves them out as well (a held-out set large
 #     enough that an evaluation outlasts the training it reports);
-#  3. --allreduce trains exactly --training_steps global steps, also when the ranks do not divide them.
+#  3. --allreduce trains exactly --training_steps global steps, also when the ranks do not divide them;
+#  4. a held-out set of one class has no AUC (no pair to rank): n/a, never a 0.5 that reads as chance.
 set -u
 job=$1; shift
 mpirun=("$@")
@@ -32,4 +33,10 @@ for np in 2 3; do
     { echo "$out"; fail "the --allreduce run failed"; }
   echo "$out" | grep -q "^Done: 20 global steps by $np worker" || { echo "$out"; fail "--allreduce -np $np did not train 20 global steps"; }
 done
+out=$(timeout -k 5 60 "${mpirun[@]}" -np 2 "$job" --rows 4096 --test_examples 1 --training_steps 10 --eval_every 10 2>&1) ||
+  { echo "$out"; fail "the one-example run failed"; }
+echo "$out" | grep -E "^eval|^AUC"
+echo "$out" | grep -q "^eval: 10 global steps, .* AUC n/a (one class only), log-loss [0-9.]*$" &&
+  echo "$out" | grep -q "^AUC n/a (one class only) (the planted model's: n/a (one class only)), log-loss .* on 1 held-out examples$" ||
+  fail "a one-example held-out set's AUC is not n/a"
 echo PASS

@@ -97,6 +97,8 @@ refused(TypeError, lambda: L().add_table("t", 10, 2, init_scale="x"), "init_scal
         "add_table(init_scale='x')")
 refused(TypeError, lambda: L().add_table("t", 10, 2, seed=1.0), "seed must be an integer", "add_table(seed=1.0)")
 refused(asyncps.ConfigError, lambda: L().add_table("t", 10, 2, seed=-1), "is not in [0, 2**64)", "add_table(seed=-1)")
+refused(asyncps.ConfigError, lambda: L().add_table("t", 10, 2, seed=2**64), "is not in [0, 2**64)", "add_table(seed=2**64)")
+refused(TypeError, lambda: L().add_table("t", 10, 2, seed=True), "must be an integer", "add_table(seed=True)")
 big = L()
 big.add_table("t", 10, 2, seed=2**64 - 1)
 check(big.table("t").seed == 2**64 - 1, "seed 2**64 - 1 is taken")

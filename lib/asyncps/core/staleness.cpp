@@ -24,7 +24,9 @@ void StalenessHistogram::merge(const StalenessHistogram& o) {
   max_ = std::max(max_, o.max_);
 }
 
-std::int64_t StalenessHistogram::percentile(double p) const noexcept {
+std::int64_t StalenessHistogram::percentile(double p) const {
+  if (!(p >= 0 && p <= 100))
+    throw ConfigError("StalenessHistogram::percentile: p must be in [0, 100], got " + std::to_string(p));
   if (count_ == 0) return 0;
   const double need = std::ceil(p / 100.0 * static_cast<double>(count_));
   std::uint64_t seen = 0;
@@ -44,11 +46,29 @@ std::vector<double> StalenessHistogram::to_vector() const {
 }
 
 StalenessHistogram StalenessHistogram::from_vector(std::span<const double> v) {
+  if (v.size() != kBins + 3)
+    throw ConfigError("StalenessHistogram::from_vector: needs " + std::to_string(kBins + 3) + " values (to_vector's), got " +
+                      std::to_string(v.size()));
+  // a count or a tau: whole, >= 0 and below 2**63 (exact in a double up to 2**53)
+  const auto whole = [](double x) { return x >= 0 && x < 0x1p63 && x == std::floor(x); };
   StalenessHistogram h;
-  for (std::size_t i = 0; i < kBins; ++i) h.bins_[i] = static_cast<std::uint64_t>(v[i]);
-  h.count_ = static_cast<std::uint64_t>(v[kBins]);
-  h.sum_ = v[kBins + 1];
-  h.max_ = static_cast<std::int64_t>(v[kBins + 2]);
+  double bin_sum = 0;
+  for (std::size_t i = 0; i < kBins; ++i) {
+    if (!whole(v[i]))
+      throw ConfigError("StalenessHistogram::from_vector: bin " + std::to_string(i) + " is not a count: " + std::to_string(v[i]));
+    h.bins_[i] = static_cast<std::uint64_t>(v[i]);
+    bin_sum += v[i];
+  }
+  const double count = v[kBins], sum = v[kBins + 1], max = v[kBins + 2];
+  if (!whole(count) || count != bin_sum)
+    throw ConfigError("StalenessHistogram::from_vector: count " + std::to_string(count) + " is not the bins' sum " +
+                      std::to_string(bin_sum));
+  if (!(std::isfinite(sum) && sum >= 0) || !whole(max))
+    throw ConfigError("StalenessHistogram::from_vector: sum must be finite and >= 0 and max a whole number >= 0, got " +
+                      std::to_string(sum) + " and " + std::to_string(max));
+  h.count_ = static_cast<std::uint64_t>(count);
+  h.sum_ = sum;
+  h.max_ = static_cast<std::int64_t>(max);
   return h;
 }
 
