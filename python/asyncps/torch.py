@@ -30,7 +30,6 @@ TableEmbeddingBag, an nn.EmbeddingBag whose weight is an asyncps.EmbeddingTable 
 """
 import math as _math
 import os as _os
-import warnings as _warnings
 
 import torch as _torch
 import torch.nn.functional as _F
@@ -62,10 +61,18 @@ def _host_buffer(n, pin, zero=False):
 
 
 class ModuleArena:
-    """ModuleArena(module, host_mirror=None): the module's trainable parameters and their gradients
-    rebound as views of two flat float32 tensors, params_tensor and grads_tensor, on the module's
-    device; layout names them. arena.params / arena.grads are numpy views of the host side of them,
-    the buffers WorkerClient's pull and push take.
+    """ModuleArena(module, host_mirror=None, buffers=True): the module's trainable parameters and
+    their gradients rebound as views of two flat float32 tensors, params_tensor and grads_tensor, on
+    the module's device; layout names them. arena.params / arena.grads are numpy views of the host
+    side of them, the buffers WorkerClient's pull and push take.
+
+    - buffers=True (the default): the module's floating-point buffers (model.named_buffers():
+      BatchNorm's running mean and variance) are in the arena too, after the parameters
+      (arena.param_floats floats of parameters, then arena.buffer_floats of buffers; layout names
+      them as named_buffers() does), each a view of params_tensor: the servers hold them, a pull
+      brings them, checkpoints keep them. Their gradient slots stay zero. AsyncOptimizer pushes
+      what the forward passes changed in them (docs/PYTHON.md, "Module buffers"). Integer buffers
+      (num_batches_tracked) stay the worker's. buffers=False: every buffer stays the worker's own.
 
     - A module on the CPU (host_mirror None or False): the host side is params_tensor and
       grads_tensor themselves; params_to_device(), grads_to_host() and params_to_host() do nothing.
@@ -82,31 +89,37 @@ class ModuleArena:
     dtype than float32 are a ValueError.
     """
 
-    def __init__(self, module, host_mirror=None):
+    def __init__(self, module, host_mirror=None, buffers=True):
         if host_mirror is not None and not isinstance(host_mirror, bool):
             raise TypeError(f"asyncps: ModuleArena: host_mirror must be None or a bool "
                             f"(got {type(host_mirror).__name__})")
+        if not isinstance(buffers, bool):
+            raise TypeError(f"asyncps: ModuleArena: buffers must be a bool (got {type(buffers).__name__})")
         if not isinstance(module, _torch.nn.Module):
             raise TypeError(f"asyncps: ModuleArena: module must be a torch.nn.Module (got {type(module).__name__})")
         named = [(n, p) for n, p in module.named_parameters() if p.requires_grad]
         if not named:
             raise ValueError("asyncps: ModuleArena: the module has no trainable parameters")
-        local = [n for n, b in module.named_buffers() if b.is_floating_point()]
-        if local:  # (BatchNorm's running statistics: what the servers never hold, said once, not silently)
-            shown = ", ".join(local[:4]) + (f" and {len(local) - 4} more" if len(local) > 4 else "")
-            _warnings.warn(f"asyncps: ModuleArena: the module's floating-point buffers ({shown}) are not in the arena: "
-                           "each worker keeps its own, and the servers, the other workers and the checkpoints never "
-                           "see them (docs/PYTHON.md, 'Module buffers')", UserWarning, stacklevel=2)
-        for name, p in named:
+        # the floating-point buffers the arena holds (buffers=True), with the module that owns each
+        # (to see one replaced rather than updated in place: bound())
+        shared = []
+        if buffers:
+            for name, b in module.named_buffers():
+                if b is None or not b.is_floating_point():
+                    continue
+                owner = module.get_submodule(name.rpartition(".")[0]) if "." in name else module
+                shared.append((name, b, owner, name.rpartition(".")[2]))
+        for name, p in named + [(n, b) for n, b, _, _ in shared]:
             if p.dtype != _torch.float32:
-                raise ValueError(f"asyncps: ModuleArena: parameter {name} is {p.dtype}; the arena holds float32 "
-                                 "(model.float())")
-        first = {}  # each device, and the first parameter on it
-        for name, p in named:
+                kind = "parameter" if p.requires_grad else "buffer"
+                hint = "(model.float())" if kind == "parameter" else "(model.float(), or buffers=False to keep buffers per worker)"
+                raise ValueError(f"asyncps: ModuleArena: {kind} {name} is {p.dtype}; the arena holds float32 {hint}")
+        first = {}  # each device, and the first tensor on it
+        for name, p in named + [(n, b) for n, b, _, _ in shared]:
             first.setdefault(p.device, name)
         if len(first) > 1:
             where = ", ".join(f"{name} on {d}" for d, name in first.items())
-            raise ValueError(f"asyncps: ModuleArena: the parameters are on {len(first)} devices ({where}); "
+            raise ValueError(f"asyncps: ModuleArena: the parameters and buffers are on {len(first)} devices ({where}); "
                              "the arena is one flat tensor on one device (model.to(device))")
         device = next(iter(first))
         if device.type not in ("cpu", "cuda"):
@@ -121,7 +134,10 @@ class ModuleArena:
         self._event = None  # wait()'s, made at its first poll
         self.layout = _Layout()
         offsets = [self.layout.add(name, tuple(p.shape) if p.dim() else (1,)) for name, p in named]
+        self.param_floats = self.layout.size
+        buffer_offsets = [self.layout.add(name, tuple(b.shape) if b.dim() else (1,)) for name, b, _, _ in shared]
         n = self.layout.size
+        self.buffer_floats = n - self.param_floats
         self.params_tensor = _torch.empty(n, dtype=_torch.float32, device=device)
         self.grads_tensor = _torch.zeros(n, dtype=_torch.float32, device=device)
         with _torch.no_grad():
@@ -130,6 +146,10 @@ class ModuleArena:
                 self.params_tensor[off:off + k].copy_(p.detach().reshape(-1))
                 p.data = self.params_tensor[off:off + k].view_as(p)
                 p.grad = self.grads_tensor[off:off + k].view_as(p)
+            for (name, b, _, _), off in zip(shared, buffer_offsets):
+                k = b.numel()
+                self.params_tensor[off:off + k].copy_(b.reshape(-1))
+                b.data = self.params_tensor[off:off + k].view_as(b)
         if self.mirrored:
             self.host_params_tensor, self.pinned = _host_buffer(n, pin=True)
             self.host_grads_tensor, _ = _host_buffer(n, pin=self.pinned, zero=True)
@@ -139,6 +159,7 @@ class ModuleArena:
         self.params = self.host_params_tensor.numpy()  # shares the memory
         self.grads = self.host_grads_tensor.numpy()
         self._named = named
+        self._buffers = [(name, b, owner, leaf, off) for (name, b, owner, leaf), off in zip(shared, buffer_offsets)]
         self._module = module
 
     def params_to_device(self):
@@ -219,11 +240,24 @@ class ModuleArena:
             if p.grad is None or p.grad.data_ptr() != base_g + 4 * t.offset:
                 raise ValueError(f"asyncps: ModuleArena: the gradient of {name} is no longer the arena's "
                                  "(zero_grad(set_to_none=True)?): use arena.zero_grad()")
+        self.check_buffers_bound()
+
+    def check_buffers_bound(self, call="ModuleArena"):
+        """Raises ValueError if a buffer the arena holds is no longer the module's (replaced by
+        another tensor, `self.running_mean = ...`) or no longer lives in the arena (`.data` set, a
+        .to(...) of the model): what the module does to it would never reach the servers."""
+        base = self.params_tensor.data_ptr()
+        for name, b, owner, leaf, off in self._buffers:
+            if owner._buffers.get(leaf) is not b or b.data_ptr() != base + 4 * off:
+                raise ValueError(f"asyncps: {call}: buffer {name} is no longer the arena's (replaced or moved, not "
+                                 "updated in place): its changes would never reach the servers; update it in place, "
+                                 "or keep buffers per worker (buffers=False; AsyncOptimizer(share_buffers=False))")
 
     def __repr__(self):
         where = "" if self.device.type == "cpu" and not self.mirrored else \
             f", on {self.device}, host mirror {'pinned' if self.pinned else 'not pinned'}"
-        return f"ModuleArena({len(self._named)} tensors, {self.layout.size} floats{where})"
+        held = f" and {len(self._buffers)} buffers" if self._buffers else ""
+        return f"ModuleArena({len(self._named)} tensors{held}, {self.layout.size} floats{where})"
 
 
 class TableEmbeddingBag(_torch.nn.Module):
@@ -382,12 +416,19 @@ class AsyncOptimizer(_torch.optim.Optimizer):
     - "staleness": mu' = mu^(1 + tau), and the update pushed times sqrt((1 - mu') / (1 - mu)).
     - "none": mu as given, the gradient at the parameters pulled.
     weight_prediction=True predicts for every optimizer (Adam gains from it; refused with mode="sync").
+
+    The module's floating-point buffers (BatchNorm's running statistics) are in the arena
+    (share_buffers=True, the default; ModuleArena's buffers): each step pushes, beside the update,
+    what this worker's forward passes changed in them since the pull, divided by the number of
+    workers in async and ssp (a sync round averages already), so the servers' statistics move as
+    one worker's would, over every worker's batches, for any number of workers. Weight prediction
+    leaves them as pulled. share_buffers=False keeps them per worker (the servers never see them).
     opt.global_step is the step of the parameters pulled (for a learning-rate schedule),
     opt.worker the asyncps.WorkerClient (store_shadow, staleness, ...), opt.session the Session.
     """
 
     def __init__(self, optimizer, module, *, steps, momentum_correction="predict", weight_prediction=False,
-                 exit_servers=True, comm=None, host_mirror=None, **session_options):
+                 exit_servers=True, comm=None, host_mirror=None, share_buffers=True, **session_options):
         import sys as _sys
         from . import ParameterServer as _ParameterServer
         from . import Session as _Session
@@ -405,6 +446,8 @@ class AsyncOptimizer(_torch.optim.Optimizer):
                 raise TypeError(f"asyncps: AsyncOptimizer: steps must be an int (got {type(steps).__name__})")
             if not isinstance(exit_servers, bool):
                 raise TypeError(f"asyncps: AsyncOptimizer: exit_servers must be a bool (got {type(exit_servers).__name__})")
+            if not isinstance(share_buffers, bool):
+                raise TypeError(f"asyncps: AsyncOptimizer: share_buffers must be a bool (got {type(share_buffers).__name__})")
             if not 1 <= steps <= 2 ** 62:
                 # (checked on every rank before the Session: the step loop's limit is at most 2^62)
                 raise ValueError(f"asyncps: AsyncOptimizer: steps must be a positive int, at most 2^62 (got {steps!r})")
@@ -430,7 +473,7 @@ class AsyncOptimizer(_torch.optim.Optimizer):
             # (torch.optim.Optimizer's own __init__ is not called: the wrapped optimizer holds the
             # parameter groups and the state; an LR scheduler built on this one changes the wrapped one's)
             self.optimizer = optimizer
-            self.arena = ModuleArena(module, host_mirror=host_mirror)
+            self.arena = ModuleArena(module, host_mirror=host_mirror, buffers=share_buffers)
             # every tensor the optimizer updates must be one of the module's: a trainable one (now the
             # arena's) or a frozen one (requires_grad False: never a gradient, so the optimizer skips
             # it, as in plain PyTorch)
@@ -448,10 +491,11 @@ class AsyncOptimizer(_torch.optim.Optimizer):
         if agreed:
             raise ValueError(f"asyncps: {agreed}")
         # ... and on the wrapper's own settings: every rank the same (the Session compares its options)
-        ours = f"steps={steps}, momentum_correction={momentum_correction!r}, weight_prediction={weight_prediction}"
+        ours = (f"steps={steps}, momentum_correction={momentum_correction!r}, weight_prediction={weight_prediction}, "
+                f"share_buffers={share_buffers}")
         at0 = _first_problem(comm, ours).removeprefix("rank 0: ")  # (every rank gives one: rank 0's)
         agreed = _first_problem(comm, "" if ours == at0 else f"AsyncOptimizer: {ours} here, but {at0} on rank 0: every "
-                                "rank must give the same steps, momentum_correction and weight_prediction")
+                                "rank must give the same steps, momentum_correction, weight_prediction and share_buffers")
         if agreed:
             raise ValueError(f"asyncps: {agreed}")
         # A parameter the loss never reached keeps grad None in plain PyTorch, and its optimizer
@@ -487,6 +531,12 @@ class AsyncOptimizer(_torch.optim.Optimizer):
         self._pulled = _torch.empty(n, dtype=_torch.float32, device=dev) if self._predicts else None
         self._pushed = _torch.empty(n, dtype=_torch.float32, device=dev) if self._predicts else None
         self._have_pushed, self._ahead = False, False
+        # the buffers (the arena's tail): their values as pulled, to push what the forwards changed,
+        # divided by W where each update is applied alone (async, ssp)
+        self._np = self.arena.param_floats
+        self._buffers_pulled = (_torch.empty(n - self._np, dtype=_torch.float32, device=dev)
+                                if self.arena.buffer_floats else None)
+        self._buffer_scale = 1.0 if self.session.mode == "sync" else 1.0 / self.session.num_workers
         self._next()
 
     @property
@@ -550,12 +600,14 @@ class AsyncOptimizer(_torch.optim.Optimizer):
         else:
             self.done = False
             arena.params_to_device()  # (a module on a device: one copy of the arena; on the CPU nothing)
+            if self._buffers_pulled is not None:
+                self._buffers_pulled.copy_(arena.params_tensor[self._np:])
             tau = self._staleness() if self._predicts and self._have_pushed else 0.0
             self._ahead = tau > 0
             if self._ahead:  # the module to the predicted parameters: pulled + tau * (the last update)
-                params = arena.params_tensor
-                self._pulled.copy_(params)
-                params.add_(self._pushed, alpha=tau)
+                params = arena.params_tensor[:self._np]  # (the buffers stay as pulled)
+                self._pulled.copy_(arena.params_tensor)
+                params.add_(self._pushed[:self._np], alpha=tau)
 
     def finish(self):
         """Finishes the worker (collective with the servers' serve(); also done at exit). After
@@ -616,7 +668,7 @@ class AsyncOptimizer(_torch.optim.Optimizer):
             # a NaN or Inf gradient: the wrapped optimizer does not step (its momentum or moments
             # would stay NaN for good); the step ends as a non-finite update, nothing pushed
             if self._ahead:
-                arena.params_tensor.copy_(self._pulled)
+                arena.params_tensor[:self._np].copy_(self._pulled[:self._np])
                 self._ahead = False
             update = self._update_host if arena.mirrored else self._update.numpy()
             update.fill(_math.nan)  # (refused by end_step's guard whatever the gradient holds)
@@ -624,16 +676,22 @@ class AsyncOptimizer(_torch.optim.Optimizer):
             self._reached.clear()
             self._next()
             return None
+        if self._buffers_pulled is not None:
+            arena.check_buffers_bound("AsyncOptimizer.step")
         scaled = self._correct_momentum()
         params = arena.params_tensor
         if self._ahead:  # the gradient was taken at the predicted parameters; the update is of the pulled
-            params.copy_(self._pulled)
+            params[:self._np].copy_(self._pulled[:self._np])
             self._ahead = False
         self._before.copy_(params)
         loss = self._run_wrapped_step(closure)  # updates the module's parameters in place (the arena)
         _torch.sub(params, self._before, out=self._update)
         if scaled:
             self._scale_groups(scaled)
+        if self._buffers_pulled is not None:  # what the forwards (a closure's too) changed in the buffers, / W
+            tail = self._update[self._np:]
+            _torch.sub(params[self._np:], self._buffers_pulled, out=tail)
+            tail.mul_(self._buffer_scale)
         self.last_end = self.worker.end_step(self._update_to_push(), 1.0)  # the servers add it (non-finite: not pushed)
         if self._predicts and self.last_end.applied:  # (a swap: _update is rewritten whole next step)
             self._pushed, self._update = self._update, self._pushed

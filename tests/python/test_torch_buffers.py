@@ -1,0 +1,176 @@
+"""Proves that a module's floating-point buffers (BatchNorm's running statistics) are the servers'
+under asyncps.torch (ModuleArena(buffers=True), AsyncOptimizer(share_buffers=True): the default).
+
+mpirun -np 2 (1 server + 1 worker):
+  - ModuleArena puts them in the arena after the parameters, named as named_buffers() names them,
+    each a view of params_tensor (the module's own memory on the CPU); the integer
+    num_batches_tracked stays the module's; buffers=False leaves every buffer out; a float64 buffer
+    and a bad `buffers` are refused; a buffer replaced instead of updated in place is refused by
+    check_bound() and by the next step() (its changes would never reach the servers);
+  - with one worker, AsyncOptimizer trains a model with BatchNorm exactly as plain PyTorch does,
+    parameters and running statistics both (the server adds each step's change to its copy, so
+    to float rounding), and the server's arena (what its checkpoints save) holds the statistics.
+mpirun -np 3 (1 server + 2 workers):
+  - sync: two workers on the same batches end with the statistics (and parameters) of one plain
+    PyTorch worker: a round applies the mean of their changes, not the sum;
+  - async: each worker's change is divided by W = 2, so that the statistics move as one worker's
+    would (W workers adding whole changes computed from stale values overshoot, and diverge once
+    W x momentum passes 2). BatchNorm with momentum 1 makes it exact: worker 0 trains on batches
+    of mean 2 while worker 1 holds its first step, whose forward saw mean 10 at the pulled start
+    (running mean 0), and pushes it last: the final running mean is 2 + (10 - 0) / 2 = 7 (the
+    whole change would give 12)."""
+import os
+import sys
+import time
+
+import numpy as np
+import torch
+
+import asyncps
+import asyncps.torch
+from checks import check, failures, refused
+
+STEPS = 10
+NP = int(os.environ.get("OMPI_COMM_WORLD_SIZE", os.environ.get("PMI_SIZE", "2")))
+
+
+def net(momentum=0.1):
+    torch.manual_seed(5)
+    return torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.BatchNorm1d(3, momentum=momentum),
+                               torch.nn.Tanh(), torch.nn.Linear(3, 2))
+
+
+def batches(shift=0.0):
+    g = torch.Generator().manual_seed(11)
+    return [(torch.randn(16, 4, generator=g) * 2 + shift, torch.randn(16, 2, generator=g)) for _ in range(STEPS)]
+
+
+def train_plain():
+    m = net()
+    opt = torch.optim.SGD(m.parameters(), lr=0.05, momentum=0.9)
+    for x, y in batches():
+        opt.zero_grad()
+        torch.nn.functional.mse_loss(m(x), y).backward()
+        opt.step()
+    return m
+
+
+def same(a, b, what, tol=2e-5):
+    a, b = a.detach().float(), b.detach().float()
+    check(torch.allclose(a, b, rtol=tol, atol=tol), f"{what}: max diff {float((a - b).abs().max())}")
+
+
+def train_async_optimizer(mode):
+    m = net()
+    opt = asyncps.torch.AsyncOptimizer(torch.optim.SGD(m.parameters(), lr=0.05, momentum=0.9), m,
+                                       steps=STEPS, exit_servers=False,
+                                       mode=mode)
+    if opt.is_server:
+        return None, opt
+    data, k = batches(), 0
+    while not opt.done:
+        x, y = data[k]
+        opt.zero_grad()
+        torch.nn.functional.mse_loss(m(x), y).backward()
+        opt.step()
+        k += 1
+    opt.finish()
+    return m, opt
+
+
+if NP == 2:
+    # ---- the arena: what it holds, and what it refuses
+    MA = asyncps.torch.ModuleArena
+    m = net()
+    a = MA(m)
+    names = [t.name for t in a.layout.tensors]
+    check(names == ["0.weight", "0.bias", "1.weight", "1.bias", "3.weight", "3.bias", "1.running_mean", "1.running_var"],
+          f"the layout: the parameters, then the floating-point buffers: {names}")
+    check(a.param_floats == 12 + 3 + 3 + 3 + 6 + 2 and a.buffer_floats == 6, f"{a.param_floats} + {a.buffer_floats}")
+    base = a.params_tensor.data_ptr()
+    check(m[1].running_mean.data_ptr() == base + 4 * a.param_floats and
+          m[1].running_var.data_ptr() == base + 4 * (a.param_floats + 3), "each buffer a view of the arena's tail")
+    check(np.array_equal(a.params[a.param_floats:], np.r_[np.zeros(3), np.ones(3)]), "the buffers' values in it")
+    check(m[1].num_batches_tracked.dtype == torch.int64, "(num_batches_tracked stays the module's)")
+    m.train()(torch.randn(8, 4))
+    check(not np.array_equal(a.params[a.param_floats:], np.r_[np.zeros(3), np.ones(3)]),
+          "a forward in train() updates the running statistics in the arena")
+    a.check_bound()
+    check("and 2 buffers" in repr(a), repr(a))
+    b = MA(net(), buffers=False)
+    check(b.buffer_floats == 0 and b.layout.size == a.param_floats, "buffers=False: the parameters only")
+    refused(TypeError, lambda: MA(net(), buffers=1), "buffers must be a bool", "ModuleArena(buffers=1)")
+    d = net()
+    d[1].running_mean = d[1].running_mean.double()
+    refused(ValueError, lambda: MA(d), "buffer 1.running_mean is torch.float64", "a float64 buffer")
+    MA(d, buffers=False)  # (kept per worker: accepted)
+    m[1].running_var = torch.ones(3)  # replaced, not updated in place
+    refused(ValueError, a.check_bound, "buffer 1.running_var is no longer the arena's", "a replaced buffer")
+
+    # ---- one worker: exactly plain PyTorch, statistics included; the checkpoint holds them
+    plain = train_plain()
+    ours, opt = train_async_optimizer("async")
+    if ours is not None:
+        for (n, p), q in zip(ours.named_parameters(), plain.parameters()):
+            same(p, q, f"parameter {n} as in plain PyTorch")
+        same(ours[1].running_mean, plain[1].running_mean, "running_mean as in plain PyTorch")
+        same(ours[1].running_var, plain[1].running_var, "running_var as in plain PyTorch")
+        check(not torch.equal(plain[1].running_mean, torch.zeros(3)), "(the statistics moved)")
+    else:
+        srv = opt.server.snapshot()
+        same(torch.from_numpy(np.asarray(srv)[-6:]), torch.cat([plain[1].running_mean, plain[1].running_var]),
+             "the server's arena holds the trained statistics")
+
+    # ---- a buffer replaced mid-training: refused at the next step, on the worker
+    m = net()
+    opt = asyncps.torch.AsyncOptimizer(torch.optim.SGD(m.parameters(), lr=0.05), m, steps=5, exit_servers=False)
+    if not opt.is_server:
+        x, y = batches()[0]
+        torch.nn.functional.mse_loss(m(x), y).backward()
+        opt.step()
+        kept = m[1].running_mean
+        m[1].running_mean = kept.clone()
+        torch.nn.functional.mse_loss(m(x), y).backward()
+        refused(ValueError, opt.step, "AsyncOptimizer.step: buffer 1.running_mean is no longer the arena's",
+                "step() after a buffer was replaced")
+        m[1].running_mean = kept
+        while not opt.done:  # (put back: the job ends normally)
+            opt.zero_grad()
+            torch.nn.functional.mse_loss(m(x), y).backward()
+            opt.step()
+        opt.finish()
+else:
+    # ---- sync, two workers on the same batches: one plain worker's statistics
+    plain = train_plain()
+    ours, _ = train_async_optimizer("sync")
+    if ours is not None:
+        same(ours[1].running_mean, plain[1].running_mean, "sync: running_mean of the round's mean")
+        same(ours[1].running_var, plain[1].running_var, "sync: running_var of the round's mean")
+        for (n, p), q in zip(ours.named_parameters(), plain.parameters()):
+            same(p, q, f"sync: parameter {n}")
+
+    # ---- async, two workers: each change divided by W
+    def batch(i):  # worker i's one batch: column means exactly 2 (worker 0) or 10 (worker 1)
+        x = torch.randn(16, 4, generator=torch.Generator().manual_seed(i))
+        return x - x.mean(0) + (10.0 if i == 1 else 2.0)
+
+    m = net(momentum=1.0)  # (momentum 1: a forward sets the running mean to its batch's mean)
+    opt = asyncps.torch.AsyncOptimizer(torch.optim.SGD(m.parameters(), lr=0.0), m, steps=41, exit_servers=False)
+    if not opt.is_server:
+        me = opt.session.worker_index
+        with torch.no_grad():  # the batch means the BatchNorm sees (the first layer does not train: lr 0)
+            b0, b1 = m[0](batch(0)).mean(0), m[0](batch(1)).mean(0)
+        if me == 1:
+            time.sleep(1.5)  # holds its first step (pulled at the start: running mean 0) while worker 0 trains
+        k = 0
+        while not opt.done:
+            opt.zero_grad()
+            m(batch(me)).sum().backward()
+            opt.step()
+            k += 1
+        opt.finish()
+        check(k == 1 if me == 1 else k == 40, f"worker {me} took {k} steps (want {1 if me == 1 else 40})")
+        same(m[1].running_mean, b0 + (b1 - 0) / 2, "async W = 2: worker 0's mean, then worker 1's change / 2",
+             tol=1e-4)
+print(f"{'PASS' if not failures else 'FAIL: ' + '; '.join(failures)}", flush=True)
+sys.exit(1 if failures else 0)
