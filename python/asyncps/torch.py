@@ -30,6 +30,7 @@ TableEmbeddingBag, an nn.EmbeddingBag whose weight is an asyncps.EmbeddingTable 
 """
 import math as _math
 import os as _os
+import warnings as _warnings
 
 import torch as _torch
 import torch.nn.functional as _F
@@ -61,18 +62,21 @@ def _host_buffer(n, pin, zero=False):
 
 
 class ModuleArena:
-    """ModuleArena(module, host_mirror=None, buffers=True): the module's trainable parameters and
+    """ModuleArena(module, host_mirror=None, buffers=False): the module's trainable parameters and
     their gradients rebound as views of two flat float32 tensors, params_tensor and grads_tensor, on
     the module's device; layout names them. arena.params / arena.grads are numpy views of the host
     side of them, the buffers WorkerClient's pull and push take.
 
-    - buffers=True (the default): the module's floating-point buffers (model.named_buffers():
-      BatchNorm's running mean and variance) are in the arena too, after the parameters
-      (arena.param_floats floats of parameters, then arena.buffer_floats of buffers; layout names
-      them as named_buffers() does), each a view of params_tensor: the servers hold them, a pull
-      brings them, checkpoints keep them. Their gradient slots stay zero. AsyncOptimizer pushes
-      what the forward passes changed in them (docs/PYTHON.md, "Module buffers"). Integer buffers
-      (num_batches_tracked) stay the worker's. buffers=False: every buffer stays the worker's own.
+    - buffers=True (what AsyncOptimizer makes): the module's floating-point buffers
+      (model.named_buffers(): BatchNorm's running mean and variance) are in the arena too, after
+      the parameters (arena.param_floats floats of parameters, then arena.buffer_floats of
+      buffers; layout names them as named_buffers() does), each a view of params_tensor: the
+      servers hold them, a pull brings them, checkpoints keep them. Their gradient slots stay
+      zero: pushing their changes is the caller's (AsyncOptimizer pushes what the forward passes
+      changed in them; docs/PYTHON.md, "Module buffers"). Integer buffers (num_batches_tracked)
+      stay the worker's.
+    - buffers=False (the default): every buffer stays the worker's own, and a UserWarning names
+      the floating-point ones (the servers, the other workers and the checkpoints never see them).
 
     - A module on the CPU (host_mirror None or False): the host side is params_tensor and
       grads_tensor themselves; params_to_device(), grads_to_host() and params_to_host() do nothing.
@@ -89,7 +93,7 @@ class ModuleArena:
     dtype than float32 are a ValueError.
     """
 
-    def __init__(self, module, host_mirror=None, buffers=True):
+    def __init__(self, module, host_mirror=None, buffers=False, *, _warn=True):
         if host_mirror is not None and not isinstance(host_mirror, bool):
             raise TypeError(f"asyncps: ModuleArena: host_mirror must be None or a bool "
                             f"(got {type(host_mirror).__name__})")
@@ -103,6 +107,13 @@ class ModuleArena:
         # the floating-point buffers the arena holds (buffers=True), with the module that owns each
         # (to see one replaced rather than updated in place: bound())
         shared = []
+        local = [n for n, b in module.named_buffers() if b is not None and b.is_floating_point()]
+        if local and not buffers and _warn:  # (said once, not silently)
+            shown = ", ".join(local[:4]) + (f" and {len(local) - 4} more" if len(local) > 4 else "")
+            _warnings.warn(f"asyncps: ModuleArena: the module's floating-point buffers ({shown}) are not in the arena: "
+                           "each worker keeps its own, and the servers, the other workers and the checkpoints never "
+                           "see them; buffers=True puts them there (AsyncOptimizer does; docs/PYTHON.md, "
+                           "'Module buffers')", UserWarning, stacklevel=2)
         if buffers:
             for name, b in module.named_buffers():
                 if b is None or not b.is_floating_point():
@@ -473,7 +484,7 @@ class AsyncOptimizer(_torch.optim.Optimizer):
             # (torch.optim.Optimizer's own __init__ is not called: the wrapped optimizer holds the
             # parameter groups and the state; an LR scheduler built on this one changes the wrapped one's)
             self.optimizer = optimizer
-            self.arena = ModuleArena(module, host_mirror=host_mirror, buffers=share_buffers)
+            self.arena = ModuleArena(module, host_mirror=host_mirror, buffers=share_buffers, _warn=False)
             # every tensor the optimizer updates must be one of the module's: a trainable one (now the
             # arena's) or a frozen one (requires_grad False: never a gradient, so the optimizer skips
             # it, as in plain PyTorch)

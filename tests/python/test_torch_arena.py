@@ -15,8 +15,8 @@ asyncps.torch's GPU path (ModuleArena's host mirror, and AsyncOptimizer driving 
     weight prediction (module - pulled), the same final parameters, bit for bit, for plain SGD,
     momentum with weight prediction and a NaN gradient mid-run (not stepped, not pushed), momentum
     with the staleness correction, and Adam with weight prediction (tau pinned to 1-1.5);
-  - a module with BatchNorm builds its arena without a warning (its running statistics are in the
-    arena: test_torch_buffers.py)."""
+  - floating-point buffers the arena does not hold (BatchNorm's running statistics, buffers=False:
+    the default) are named in a UserWarning; with buffers=True (test_torch_buffers.py) nothing is."""
 import sys
 import warnings
 
@@ -54,12 +54,17 @@ check(not called, "wait(fn) and grads_to_host(fn) on a CPU arena call nothing")
 for call in (a.wait, a.grads_to_host, a.params_to_host):
     refused(TypeError, lambda: call(5), "while_waiting must be None or a callable", f"{call.__name__}(5)")
 refused(TypeError, lambda: MA(5), "module must be a torch.nn.Module", "ModuleArena(5)")
-# BatchNorm's running statistics are the arena's: nothing to warn of
+# buffers the arena does not hold (BatchNorm's running statistics) are named in a warning, not
+# left to be found out; a module without floating-point buffers, or one whose buffers the arena
+# holds, warns nothing
 with warnings.catch_warnings(record=True) as said:
     warnings.simplefilter("always")
     MA(torch.nn.Sequential(torch.nn.Linear(5, 3), torch.nn.BatchNorm1d(3)))
+    MA(torch.nn.Sequential(torch.nn.Linear(5, 3), torch.nn.BatchNorm1d(3)), buffers=True)
     MA(net())
-check(not said, f"no warning: {[str(w.message) for w in said]}")
+check(len(said) == 1 and "buffers (1.running_mean, 1.running_var) are not in the arena" in str(said[0].message)
+      and "buffers=True puts them there" in str(said[0].message),
+      f"one warning naming the BatchNorm's running statistics: {[str(w.message) for w in said]}")
 check(np.array_equal(a.params, p0) and np.array_equal(a.grads, g0), "the moves leave a CPU arena's values")
 check(ptrs == (a.params_tensor.data_ptr(), a.grads_tensor.data_ptr(), a.params.ctypes.data, a.grads.ctypes.data),
       "the moves leave a CPU arena's memory")

@@ -1,10 +1,11 @@
 """Proves that a module's floating-point buffers (BatchNorm's running statistics) are the servers'
-under asyncps.torch (ModuleArena(buffers=True), AsyncOptimizer(share_buffers=True): the default).
+under asyncps.torch (ModuleArena(buffers=True); AsyncOptimizer(share_buffers=True), its default).
 
 mpirun -np 2 (1 server + 1 worker):
   - ModuleArena puts them in the arena after the parameters, named as named_buffers() names them,
     each a view of params_tensor (the module's own memory on the CPU); the integer
-    num_batches_tracked stays the module's; buffers=False leaves every buffer out; a float64 buffer
+    num_batches_tracked stays the module's; buffers=False (ModuleArena's default) leaves every
+    buffer out, and AsyncOptimizer(share_buffers=False) keeps them per worker; a float64 buffer
     and a bad `buffers` are refused; a buffer replaced instead of updated in place is refused by
     check_bound() and by the next step() (its changes would never reach the servers);
   - with one worker, AsyncOptimizer trains a model with BatchNorm exactly as plain PyTorch does,
@@ -22,6 +23,7 @@ mpirun -np 3 (1 server + 2 workers):
 import os
 import sys
 import time
+import warnings
 
 import numpy as np
 import torch
@@ -82,7 +84,7 @@ if NP == 2:
     # ---- the arena: what it holds, and what it refuses
     MA = asyncps.torch.ModuleArena
     m = net()
-    a = MA(m)
+    a = MA(m, buffers=True)
     names = [t.name for t in a.layout.tensors]
     check(names == ["0.weight", "0.bias", "1.weight", "1.bias", "3.weight", "3.bias", "1.running_mean", "1.running_var"],
           f"the layout: the parameters, then the floating-point buffers: {names}")
@@ -97,13 +99,17 @@ if NP == 2:
           "a forward in train() updates the running statistics in the arena")
     a.check_bound()
     check("and 2 buffers" in repr(a), repr(a))
-    b = MA(net(), buffers=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # (the warning itself: test_torch_arena.py)
+        b = MA(net())
     check(b.buffer_floats == 0 and b.layout.size == a.param_floats, "buffers=False: the parameters only")
     refused(TypeError, lambda: MA(net(), buffers=1), "buffers must be a bool", "ModuleArena(buffers=1)")
     d = net()
     d[1].running_mean = d[1].running_mean.double()
-    refused(ValueError, lambda: MA(d), "buffer 1.running_mean is torch.float64", "a float64 buffer")
-    MA(d, buffers=False)  # (kept per worker: accepted)
+    refused(ValueError, lambda: MA(d, buffers=True), "buffer 1.running_mean is torch.float64", "a float64 buffer")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        MA(d)  # (kept per worker: accepted)
     m[1].running_var = torch.ones(3)  # replaced, not updated in place
     refused(ValueError, a.check_bound, "buffer 1.running_var is no longer the arena's", "a replaced buffer")
 
@@ -120,6 +126,22 @@ if NP == 2:
         srv = opt.server.snapshot()
         same(torch.from_numpy(np.asarray(srv)[-6:]), torch.cat([plain[1].running_mean, plain[1].running_var]),
              "the server's arena holds the trained statistics")
+
+    # ---- share_buffers=False: kept per worker, without a warning (asked for)
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        m = net()
+        opt = asyncps.torch.AsyncOptimizer(torch.optim.SGD(m.parameters(), lr=0.05), m, steps=3, exit_servers=False,
+                                           share_buffers=False)
+    check(opt.arena.buffer_floats == 0 and not said, f"share_buffers=False: {opt.arena!r}, warnings {said}")
+    if not opt.is_server:
+        x, y = batches()[0]
+        while not opt.done:
+            opt.zero_grad()
+            torch.nn.functional.mse_loss(m(x), y).backward()
+            opt.step()
+        check(float(m[1].running_var.sum()) != 3.0, "per worker: its own forwards' statistics, never pulled over")
+        opt.finish()
 
     # ---- a buffer replaced mid-training: refused at the next step, on the worker
     m = net()
