@@ -1,4 +1,4 @@
-// defines: bench::Args, bench::with_flag_names — the benchmarks' command lines, parsed strictly, and the library's messages in their flags
+// defines: bench::Args — the benchmarks' command lines, parsed strictly (the library's messages in their flags: flag_names.h)
 // Every benchmark takes --flag value pairs; a value is a whole number or a finite number within
 // the flag's range, a flag the benchmark does not know, a missing value or a bad one throws
 // std::invalid_argument naming the program, the flag and the range (the caller prints it as one
@@ -76,13 +76,5 @@ class Args {
   std::string program_;
   std::map<std::string, std::string> values_;
 };
-
-// The library's messages name its options (Options::chunk_bytes, Options::num_servers): the same
-// message in the bench programs' flags (--chunk_bytes, --ps).
-inline std::string with_flag_names(std::string message) {
-  for (const auto& [api, flag] : {std::pair<std::string, std::string>{"Options::num_servers", "--ps"}, {"Options::", "--"}})
-    for (std::size_t at; (at = message.find(api)) != std::string::npos;) message.replace(at, api.size(), flag);
-  return message;
-}
 
 }  // namespace bench

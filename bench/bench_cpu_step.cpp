@@ -17,6 +17,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -110,8 +111,8 @@ int compare(int argc, char** argv, const std::string& self) {
                                 " (--torch none leaves PyTorch out)");
   int failed = 0;  // measurements that printed no figure: the run ends non-zero
   const std::vector<std::string> levels = runnable_levels();
-  std::printf("# bench_cpu_step --compare: loss_and_grad, 1 thread, levels this CPU runs, %d rounds of %.1f s\n", rounds,
-              seconds);
+  std::printf("# bench_cpu_step --compare: loss_and_grad, 1 thread, levels this CPU runs, %d round%s of %g s\n", rounds,
+              rounds == 1 ? "" : "s", seconds);
   std::printf("# cpu kernels: %s\n", nn::cpu_kernel_levels().c_str());
   std::map<std::pair<int, std::string>, std::vector<double>> got;  // (batch, what) -> samples/s per round
   for (int r = 0; r < rounds; ++r)
@@ -170,17 +171,24 @@ int main(int argc, char** argv) {
       const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
       return compare(argc, argv, n > 0 ? std::string(self, static_cast<std::size_t>(n)) : std::string(argv[0]));
     }
-    // [batch] [seconds], each checked whole (atoi read "nan" as 0 and "1e9" as 1)
+    // [batch] [seconds], each checked whole (atoi read "nan" as 0 and "1e9" as 1), each named when bad
+    const std::string usage = " (usage: bench_cpu_step [batch] [seconds] | bench_cpu_step --compare [flags])";
+    for (int i = 1; i < argc; ++i)
+      if (argv[i][0] == '-' && argv[i][1] == '-')
+        throw std::invalid_argument("bench_cpu_step: " + std::string(argv[i]) +
+                                    " is not a flag of bench_cpu_step: its flags follow --compare" + usage);
+    if (argc > 3)
+      throw std::invalid_argument("bench_cpu_step: at most two arguments, batch and seconds; got " + std::to_string(argc - 1) +
+                                  usage);
     char* end = nullptr;
     const long long batch = argc > 1 ? std::strtoll(argv[1], &end, 10) : 128;
-    const bool batch_ok = argc <= 1 || (end != argv[1] && *end == '\0' && batch >= 1 && batch <= 65536);
+    if (argc > 1 && (end == argv[1] || *end != '\0' || batch < 1 || batch > 65536))
+      throw std::invalid_argument("bench_cpu_step: batch must be a whole number in [1, 65536], got '" + std::string(argv[1]) +
+                                  "'" + usage);
     const double seconds = argc > 2 ? std::strtod(argv[2], &end) : 2.0;
-    const bool seconds_ok = argc <= 2 || (end != argv[2] && *end == '\0' && std::isfinite(seconds) && seconds >= 0.01 && seconds <= 86400);
-    if (!batch_ok || !seconds_ok || argc > 3) {
-      std::fprintf(stderr, "asyncps: bench_cpu_step: batch must be a whole number in [1, 65536] and seconds a number in "
-                           "[0.01, 86400] (usage: bench_cpu_step [batch] [seconds] | --compare ...)\n");
-      return 2;
-    }
+    if (argc > 2 && (end == argv[2] || *end != '\0' || !std::isfinite(seconds) || seconds < 0.01 || seconds > 86400))
+      throw std::invalid_argument("bench_cpu_step: seconds must be a number in [0.01, 86400], got '" + std::string(argv[2]) +
+                                  "'" + usage);
     return single(static_cast<int>(batch), seconds);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "asyncps: %s\n", e.what());

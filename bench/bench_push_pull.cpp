@@ -42,6 +42,7 @@
 
 #include "asyncps/asyncps.h"
 #include "bench_args.h"
+#include "flag_names.h"
 
 namespace {
 
@@ -243,17 +244,14 @@ int main(int argc, char** argv) {
     }
     asyncps::Options options;  // (the library's own checks apply when the Session is made)
     options.num_servers = static_cast<int>(args.integer("--ps", 1, 1, 1 << 20));
-    options.chunk_bytes = static_cast<std::size_t>(args.integer("--chunk_bytes", static_cast<std::int64_t>(options.chunk_bytes), 1,
-                                                                std::int64_t{1} << 40));
+    options.chunk_bytes = static_cast<std::size_t>(args.integer("--chunk_bytes", static_cast<std::int64_t>(options.chunk_bytes),
+                                                                asyncps::limits::kMinChunkBytes,
+                                                                asyncps::limits::kMaxChunkBytes));  // (whole floats: the library's check)
     options.server_poll_us = static_cast<int>(args.integer("--server_poll_us", options.server_poll_us, -1, 1000000));
     options.server_spin_us = static_cast<int>(args.integer("--server_spin_us", options.server_spin_us, 0, 1000000));
     options.timeline = args.text("--timeline", "");  // its cost: compare bestep with and without
-    const std::string progress = args.text("--server_progress", "auto");
-    if (progress != "auto" && progress != "poll" && progress != "wake")
-      throw asyncps::ConfigError("bench_push_pull: --server_progress auto|poll|wake");
-    options.server_progress = progress == "poll"   ? asyncps::ServerProgress::Poll
-                              : progress == "wake" ? asyncps::ServerProgress::Wake
-                                                   : asyncps::ServerProgress::Auto;
+    options.server_progress = asyncps::parse_choice<asyncps::ServerProgress>(
+        args.text("--server_progress", asyncps::name_of(asyncps::ServerProgress::Auto)), "bench_push_pull: --server_progress");
     if (options.num_servers != 1) throw asyncps::ConfigError("bench_push_pull: the raw-MPI part needs --ps 1");
     int rank = 0, size = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);

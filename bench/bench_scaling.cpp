@@ -35,6 +35,7 @@
 
 #include "asyncps/asyncps.h"
 #include "bench_args.h"
+#include "flag_names.h"
 #include "net_counters.h"
 
 namespace {

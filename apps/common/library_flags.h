@@ -21,6 +21,7 @@
 #include "asyncps/error.h"
 #include "asyncps/option_table.h"
 #include "asyncps/options.h"
+#include "choice_spellings.h"
 #include "flag_effect.h"
 
 namespace app_cli {
@@ -98,20 +99,7 @@ inline std::vector<std::pair<std::string, std::string>> library_flag_names(Group
   for (const asyncps::OptionInfo& o : asyncps::option_table()) {
     if (!offered(o, groups)) continue;
     names.emplace_back(std::string(o.field), "--" + flag_of(o));
-    if (!o.choices) continue;
-    // a choice as the library's messages spell its enumerator ("Options::mode is Ssp",
-    // "Options::server_progress Poll") and as the flag takes it ("--mode is ssp")
-    const std::string all = o.choices();  // "auto | poll | wake"
-    for (std::size_t at = 0; at < all.size();) {
-      const std::size_t end = std::min(all.find(" | ", at), all.size());
-      const std::string choice = all.substr(at, end - at);
-      std::string spelt;  // get_accumulate -> GetAccumulate
-      for (std::size_t i = 0; i < choice.size(); ++i)
-        if (choice[i] != '_') spelt += (i == 0 || choice[i - 1] == '_') ? static_cast<char>(std::toupper(choice[i])) : choice[i];
-      for (const char* between : {" ", " is "})
-        names.emplace_back(std::string(o.field) + between + spelt, "--" + flag_of(o) + between + choice);
-      at = end + 3;
-    }
+    for (auto& spelling : choice_spellings(o, "--" + flag_of(o))) names.push_back(std::move(spelling));
   }
   if (std::find(groups.begin(), groups.end(), "checkpoint") != groups.end()) {
     names.emplace_back("Options::checkpoint.dir", "--logdir");

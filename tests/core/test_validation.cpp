@@ -75,11 +75,14 @@ TEST_CASE("every Options field out of range is refused, naming the field", "[val
     o.wait_spin_us = v;
     refused(o, "Options::wait_spin_us");
   }
-  for (std::size_t v : {std::size_t{0}, std::size_t{3}, limits::kMaxChunkBytes + 1}) {
+  for (std::size_t v : {std::size_t{0}, std::size_t{3}, std::size_t{6}, limits::kMaxChunkBytes + 1}) {
     o = {};
     o.chunk_bytes = v;
-    refused(o, "Options::chunk_bytes");
+    refused(o, "Options::chunk_bytes must be a multiple of 4 (whole floats)");
   }
+  o = {};
+  o.chunk_bytes = 8;  // (two floats: taken)
+  CHECK_NOTHROW(validate(o));
   o = {};
   o.timeline = std::string("a\0b", 3);
   refused(o, "Options::timeline");

@@ -93,7 +93,7 @@ raises(asyncps.ConfigError, lambda: asyncps.Session(layout, checkpoint_dir="/tmp
                                                      restore=False), "which contradicts Options::checkpoint.restore")
 # every keyword is a row of the library's options' table (asyncps/option_table.h), typed by it:
 # chunk_bytes has no line of its own in the binding
-raises(asyncps.ConfigError, lambda: asyncps.Session(layout, chunk_bytes=2), "Options::chunk_bytes must be in [4, ")
+raises(asyncps.ConfigError, lambda: asyncps.Session(layout, chunk_bytes=2), "Options::chunk_bytes must be a multiple of 4 (whole floats) in [4, ")
 raises(TypeError, lambda: asyncps.Session(layout, chunk_bytes="big"), "chunk_bytes")
 check("chunk_bytes: int = 1048576" in sig, "Session's signature lists chunk_bytes with its C++ default")
 

@@ -335,9 +335,12 @@ const OptionInfo kOptions[] = {
         "chunk_bytes", "Options::chunk_bytes", "transport", RankAgreement::Other,
         "large pushes and pulls are cut into operations of at most this many bytes",
         [](O o) {
-          return unless(o.chunk_bytes >= limits::kMinChunkBytes && o.chunk_bytes <= limits::kMaxChunkBytes,
-                        "Options::chunk_bytes must be in [" + std::to_string(limits::kMinChunkBytes) + ", " +
-                            std::to_string(limits::kMaxChunkBytes) + "], got " + std::to_string(o.chunk_bytes));
+          // (whole floats: an operation moves floats, so 6 would act as 4)
+          return unless(o.chunk_bytes >= limits::kMinChunkBytes && o.chunk_bytes <= limits::kMaxChunkBytes &&
+                            o.chunk_bytes % sizeof(float) == 0,
+                        "Options::chunk_bytes must be a multiple of 4 (whole floats) in [" +
+                            std::to_string(limits::kMinChunkBytes) + ", " + std::to_string(limits::kMaxChunkBytes) +
+                            "], got " + std::to_string(o.chunk_bytes));
         }),
     row<&Options::timeline>(
         "timeline", "Options::timeline", "diagnostics", RankAgreement::Other,
