@@ -20,7 +20,10 @@ class MpiEnvironment {
   // Asks for MPI_THREAD_FUNNELED (pt2pt refuses MPI_THREAD_MULTIPLE).
   MpiEnvironment(int* argc, char*** argv);
   MpiEnvironment() : MpiEnvironment(nullptr, nullptr) {}
-  // MPI_Finalize, when this object initialised MPI. One exception: MPICH before 4.2 on ch4:ucx
+  // MPI_Finalize, when this object initialised MPI, once every rank has reached its
+  // MpiEnvironment's end (a sleeping wait, without a deadline: a rank that fails later, the
+  // chief after an evaluation, then aborts a job whose ranks are all still there; under Open MPI
+  // 4.1 an abort after some ranks had finalised and exited left mpirun hanging). One exception: MPICH before 4.2 on ch4:ucx
   // with ranks on several nodes, whose MPI_Finalize can hang for good (a rank's UCX disconnect
   // waits on a peer already blocked in the final PMI barrier: mpich#6596, fixed in 4.2; 2 of 4
   // netns runs here): there every rank meets in an MPI_Barrier, tells its launcher it is done

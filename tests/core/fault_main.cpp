@@ -23,6 +23,10 @@
 //   server0_stops_in_pull  (stall timeout 1 s; run it with osc pt2pt, where nothing completes
 //                  unless the target enters MPI) server 0 stops entering MPI after 0.3 s of
 //                  serving while every worker sits in the blocking pull() (a flush): watched
+//   after_finish   the workers train 20 steps and finish(); then every worker fails (RANK is
+//                  not used), while the servers leave main: the job must still end at once (Open
+//                  MPI 4.1's mpirun hung or crashed in about 1 run of 4 when ranks aborted after
+//                  others had finalised)
 //   halt_keeps_older DIR  checkpoints in DIR every 0.1 s, keep 1; 20 steps after a periodic
 //                  checkpoint is in DIR, RANK (a worker) asks for a halt: the final save must not
 //                  prune the last periodic checkpoint
@@ -103,7 +107,7 @@ int main(int argc, char** argv) {
       asyncps::WorkerClient w(session);
       asyncps::StepLoop steps(w);
       std::vector<float> params(layout.size()), grad(layout.size(), 0.f);
-      const std::int64_t limit = where == "pause_after_drain" ? 2000 : 1'000'000'000'000;
+      const std::int64_t limit = where == "pause_after_drain" ? 2000 : where == "after_finish" ? 20 : 1'000'000'000'000;
       while (where == "server0_stops_in_pull") w.pull(params);  // only the watch can end this
       while (where == "transport_loop" && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(3)) {
         w.pull(params);
@@ -127,6 +131,7 @@ int main(int argc, char** argv) {
       w.finish();
       if (me && where == "pause_after_drain") std::printf("pause_after_drain: ok\n");
       if (me && where == "transport_loop") std::printf("transport_loop: ok\n");
+      if (where == "after_finish") fail_here(where);  // (every worker)
     }
   } catch (const std::exception& e) {
     asyncps::abort_job(e.what());
