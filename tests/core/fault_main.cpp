@@ -27,6 +27,8 @@
 //                  not used), while the servers leave main: the job must still end at once (Open
 //                  MPI 4.1's mpirun hung or crashed in about 1 run of 4 when ranks aborted after
 //                  others had finalised)
+//   no_worker_client (stall timeout 1 s) RANK (a worker) makes its Session but never its
+//                  WorkerClient: the others wait in the windows' creation; server 0 names RANK
 //   halt_keeps_older DIR  checkpoints in DIR every 0.1 s, keep 1; 20 steps after a periodic
 //                  checkpoint is in DIR, RANK (a worker) asks for a halt: the final save must not
 //                  prune the last periodic checkpoint
@@ -82,7 +84,7 @@ int main(int argc, char** argv) {
     asyncps::Options options;
     options.num_servers = 2;
     const bool pause = where == "pause_in_step" || where == "pause_after_drain" || where == "transport_loop" ||
-                       where == "late_start" || where == "server0_stops_in_pull";
+                       where == "late_start" || where == "server0_stops_in_pull" || where == "no_worker_client";
     if (pause) options.stall_timeout = 1;
     if (where == "halt_keeps_older") {
       options.checkpoint.dir = argv[3];
@@ -104,6 +106,7 @@ int main(int argc, char** argv) {
           std::this_thread::sleep_for(std::chrono::seconds(60));  // alive, but never in MPI again
       });
     } else {
+      if (me && where == "no_worker_client") std::this_thread::sleep_for(std::chrono::seconds(60));
       asyncps::WorkerClient w(session);
       asyncps::StepLoop steps(w);
       std::vector<float> params(layout.size()), grad(layout.size(), 0.f);

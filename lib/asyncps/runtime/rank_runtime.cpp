@@ -1,6 +1,7 @@
 // defines: RankRuntime (start-up and end of every rank), allreduce_staleness
 #include "runtime/rank_runtime.h"
 
+#include <algorithm>
 #include <string>
 #include <utility>
 #include <vector>
@@ -37,8 +38,11 @@ ChannelConfig channel_config(const Session& session) {
 
 RankRuntime::RankRuntime(Session& session, const std::string& problem)
     : session_(session), job_(job_facts(session)), timeline_(!session.options().timeline.empty()) {
-  start_watch_.emplace(setup_watch_timeout(session.options().stall_timeout),
-                       session.role_name() + " creating the windows and restoring (collective with every rank)");
+  const double setup = setup_watch_timeout(session.options().stall_timeout);
+  start_watch_.emplace(setup, session.role_name() + " creating the windows and restoring (collective with every rank)");
+  // rank 0 names a rank that never comes, before anyone's watch could only say it made no progress
+  arrival_.emplace(job_, setup > 0 ? setup - std::max(2.0, setup / 10) : 0,
+                   "the windows' creation (collective with every rank)");
   // Refused on every rank alike (the other role's constructors take part in this collective):
   // no rank is left waiting in the window creation for one that threw.
   if (const std::string first = first_problem(session.comm(), problem); !first.empty()) throw ConfigError(first);
@@ -51,6 +55,8 @@ void RankRuntime::ready(const std::string& problem) {
   // every server has filled its shard (and could create its checkpoint directory): this
   // agreement is the barrier both roles' constructors end on
   if (const std::string first = first_problem(session_.comm(), problem); !first.empty()) throw ConfigError(first);
+  arrival_->done();
+  arrival_.reset();
   start_watch_.reset();
   timeline_.set_origin();
   liveness_ = Liveness(job_, control_);

@@ -19,6 +19,7 @@
 #include "asyncps/stall_watch.h"
 #include "checkpoint/checkpointer.h"
 #include "core/job_facts.h"
+#include "diagnostics/arrival.h"
 #include "diagnostics/liveness.h"
 #include "diagnostics/timeline.h"
 #include "transport/control_block.h"
@@ -75,6 +76,7 @@ class RankRuntime {
   Session& session_;
   JobFacts job_;  // (before everything that is given it)
   std::optional<StallWatch> start_watch_;
+  std::optional<Arrival> arrival_;  // (rank 0: every rank came to the windows' creation; until ready())
   RmaChannel channel_;
   ControlBlock control_;
   DirLock dir_lock_;  // server 0: the checkpoint directory is this job's
