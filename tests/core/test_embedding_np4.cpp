@@ -282,7 +282,7 @@ TEST_CASE("FTRL-Proximal rows follow its formula on one worker's rows, L1 keepin
   REQUIRE(ftrl.optimizer() == RowOptimizer::Ftrl);
   const std::vector<std::uint64_t> keys = {21, 22, 21};  // a duplicate: its gradients add
   std::vector<float> row(keys.size() * 2), grad(keys.size() * 2);
-  CHECK_THROWS_WITH(ftrl.push_rows(keys, grad, 0.1f), Catch::Contains("table 'ftrl': FTRL's learning rate is -scale"));
+  CHECK_THROWS_WITH(ftrl.push_rows(keys, grad, 0.1f), Catch::Contains("table 'ftrl': FTRL's learning rate is -scale") && Catch::EndsWith(", got 0.1"));
   if (roles.worker_index() == 0) {  // the only writer: the formula holds exactly
     ftrl.pull_rows(keys, row);
     const bool share = ftrl.row_of(21) == ftrl.row_of(22);

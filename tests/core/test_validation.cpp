@@ -300,6 +300,7 @@ TEST_CASE("a staleness histogram refuses a percentile outside [0, 100] and raw s
   CHECK(h.percentile(100) == 5000);  // the last bin holds tau >= 1023: its percentile is the max
   for (double bad : {-1.0, 100.5, std::nan("")})
     CHECK_THROWS_WITH(h.percentile(bad), Catch::Contains("StalenessHistogram::percentile: p must be in [0, 100]"));
+  CHECK_THROWS_WITH(h.percentile(100.5), Catch::EndsWith("got 100.5"));  // (the number as given, not 100.500000)
   CHECK(StalenessHistogram{}.percentile(99) == 0);
 
   const std::vector<double> v = h.to_vector();  // round trip

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "asyncps/error.h"
+#include "core/number_text.h"
 
 namespace asyncps {
 
@@ -26,7 +27,7 @@ void StalenessHistogram::merge(const StalenessHistogram& o) {
 
 std::int64_t StalenessHistogram::percentile(double p) const {
   if (!(p >= 0 && p <= 100))
-    throw ConfigError("StalenessHistogram::percentile: p must be in [0, 100], got " + std::to_string(p));
+    throw ConfigError("StalenessHistogram::percentile: p must be in [0, 100], got " + detail::number_text(p));
   if (count_ == 0) return 0;
   const double need = std::ceil(p / 100.0 * static_cast<double>(count_));
   std::uint64_t seen = 0;
@@ -55,17 +56,17 @@ StalenessHistogram StalenessHistogram::from_vector(std::span<const double> v) {
   double bin_sum = 0;
   for (std::size_t i = 0; i < kBins; ++i) {
     if (!whole(v[i]))
-      throw ConfigError("StalenessHistogram::from_vector: bin " + std::to_string(i) + " is not a count: " + std::to_string(v[i]));
+      throw ConfigError("StalenessHistogram::from_vector: bin " + std::to_string(i) + " is not a count: " + detail::number_text(v[i]));
     h.bins_[i] = static_cast<std::uint64_t>(v[i]);
     bin_sum += v[i];
   }
   const double count = v[kBins], sum = v[kBins + 1], max = v[kBins + 2];
   if (!whole(count) || count != bin_sum)
-    throw ConfigError("StalenessHistogram::from_vector: count " + std::to_string(count) + " is not the bins' sum " +
-                      std::to_string(bin_sum));
+    throw ConfigError("StalenessHistogram::from_vector: count " + detail::number_text(count) + " is not the bins' sum " +
+                      detail::number_text(bin_sum));
   if (!(std::isfinite(sum) && sum >= 0) || !whole(max))
     throw ConfigError("StalenessHistogram::from_vector: sum must be finite and >= 0 and max a whole number >= 0, got " +
-                      std::to_string(sum) + " and " + std::to_string(max));
+                      detail::number_text(sum) + " and " + detail::number_text(max));
   h.count_ = static_cast<std::uint64_t>(count);
   h.sum_ = sum;
   h.max_ = static_cast<std::int64_t>(max);
@@ -74,9 +75,9 @@ StalenessHistogram StalenessHistogram::from_vector(std::span<const double> v) {
 
 double staleness_lr_scale(std::int64_t tau, double mean_tau, double power, bool relative) {
   if (!(power > 0 && power <= 2))
-    throw ConfigError("staleness_lr_scale: power must be in (0, 2], got " + std::to_string(power));
+    throw ConfigError("staleness_lr_scale: power must be in (0, 2], got " + detail::number_text(power));
   if (!std::isfinite(mean_tau))
-    throw ConfigError("staleness_lr_scale: mean_tau must be finite, got " + std::to_string(mean_tau));
+    throw ConfigError("staleness_lr_scale: mean_tau must be finite, got " + detail::number_text(mean_tau));
   tau = std::max<std::int64_t>(tau, 0);
   const double t = relative ? (1.0 + static_cast<double>(tau)) / (1.0 + std::max(mean_tau, 0.0))
                             : static_cast<double>(std::max<std::int64_t>(1, tau));

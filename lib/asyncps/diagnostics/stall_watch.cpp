@@ -16,6 +16,7 @@
 #include "asyncps/error.h"
 #include "asyncps/log.h"
 #include "transport/mpi_implementation.h"
+#include "core/number_text.h"
 
 namespace asyncps {
 
@@ -99,7 +100,7 @@ double setup_watch_timeout(double stall_timeout) noexcept {
 
 StallWatch::StallWatch(double timeout, std::string what)
     : timeout_(timeout), owned_(std::move(what)), what_(&owned_) {
-  if (!(timeout >= 0)) throw ConfigError("StallWatch: timeout must be >= 0 seconds (0: off), got " + std::to_string(timeout));
+  if (!(timeout >= 0)) throw ConfigError("StallWatch: timeout must be >= 0 seconds (0: off), got " + detail::number_text(timeout));
   arm();
 }
 

@@ -15,6 +15,7 @@
 #include "core/rows.h"
 #include "worker/worker_access.h"
 #include "worker/worker_transport.h"
+#include "core/number_text.h"
 
 namespace asyncps {
 
@@ -240,7 +241,7 @@ void check_key_count(std::size_t keys, const std::string& call) { check_keys(key
 void check_rule_scale(std::span<detail::TableState* const> members, float scale, const char* call) {
   for (const detail::TableState* st : members)
     if (const std::string problem = st->rule->scale_problem(scale); !problem.empty())
-      throw ConfigError(std::string(call) + ": table '" + st->info->name + "': " + problem + ", got " + std::to_string(scale));
+      throw ConfigError(std::string(call) + ": table '" + st->info->name + "': " + problem + ", got " + detail::number_text(scale));
 }
 // A group call's buffers: one per table, each keys x that table's dim floats.
 template <class Buffer>

@@ -12,6 +12,7 @@
 #include "core/vector_ops.h"
 #include "runtime/owner_thread.h"
 #include "runtime/progress_policy.h"
+#include "core/number_text.h"
 
 namespace asyncps::detail {
 
@@ -70,13 +71,13 @@ void WorkerTransport::check_updating(const char* call) const {
 
 void WorkerTransport::check_size(std::size_t n, const char* call) const {
   if (n != arena_)
-    throw ConfigError(std::string(call) + ": span has " + std::to_string(n) + " floats, the layout has " +
-                      std::to_string(arena_));
+    throw ConfigError(std::string(call) + ": span has " + std::to_string(n) + (n == 1 ? " float" : " floats") +
+                      ", the layout has " + std::to_string(arena_));
 }
 
 void WorkerTransport::check_scale(float scale, const char* call) {
   if (!std::isfinite(scale))
-    throw ConfigError(std::string(call) + ": scale must be a finite number, got " + std::to_string(scale) +
+    throw ConfigError(std::string(call) + ": scale must be a finite number, got " + number_text(scale) +
                       " (nothing was sent)");
 }
 
