@@ -150,7 +150,7 @@ std::optional<Config> parse_config(int argc, char** argv, bool print_help) {
     ("ftrl_l2", app_cli::value_defaulted(&c.ftrl_l2), "--optimizer ftrl: L2 strength")
     ("ftrl_beta", app_cli::value_defaulted(&c.ftrl_beta), "--optimizer ftrl: beta in (beta + sqrt(n)) / alpha")
     ("training_steps", app_cli::value_defaulted(&c.training_steps), "global steps to train")
-    ("test_examples", app_cli::value_defaulted(&c.test_examples), "held-out examples the chief evaluates at the end")
+    ("test_examples", app_cli::value_defaulted(&c.test_examples), "held-out examples the chief evaluates at the end (AUC n/a where they hold one class only)")
     ("vocab", non_negative(c.data.vocab, "vocab"), "ids per categorical field (26 fields, 13 dense features)")
     ("zipf", app_cli::value_defaulted(&c.data.zipf), "ids per field follow P(k) ~ (k + 1)^-zipf")
     ("seed", non_negative(c.data.seed, "seed"), "seed of the data, the planted model and the initial weights")
