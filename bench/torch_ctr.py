@@ -38,6 +38,8 @@ def auc(scores, labels):
         ranks[order[f:f + c]] = f + (c + 1) / 2.0
     pos = labels > 0.5
     n_pos, n_neg = pos.sum(), (~pos).sum()
+    if n_pos == 0 or n_neg == 0:
+        return float("nan")  # (one class only: no pair to rank; ctr_async prints n/a)
     return float((ranks[pos].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
 
 

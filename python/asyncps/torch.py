@@ -67,14 +67,15 @@ class ModuleArena:
     the module's device; layout names them. arena.params / arena.grads are numpy views of the host
     side of them, the buffers WorkerClient's pull and push take.
 
-    - buffers=True (what AsyncOptimizer makes): the module's floating-point buffers
-      (model.named_buffers(): BatchNorm's running mean and variance) are in the arena too, after
-      the parameters (arena.param_floats floats of parameters, then arena.buffer_floats of
-      buffers; layout names them as named_buffers() does), each a view of params_tensor: the
-      servers hold them, a pull brings them, checkpoints keep them. Their gradient slots stay
-      zero: pushing their changes is the caller's (AsyncOptimizer pushes what the forward passes
-      changed in them; docs/PYTHON.md, "Module buffers"). Integer buffers (num_batches_tracked)
-      stay the worker's.
+    - buffers=True (what AsyncOptimizer(share_buffers=True) makes): the running statistics of
+      the normalisation layers (BatchNorm*, InstanceNorm* with track_running_stats: running_mean
+      and running_var) are in the arena too, after the parameters (arena.param_floats floats of
+      parameters, then arena.buffer_floats of statistics; layout names them as named_buffers()
+      does), each a view of params_tensor: the servers hold them, a pull brings them,
+      checkpoints keep them. Their gradient slots stay zero: pushing their changes is the
+      caller's (AsyncOptimizer pushes what the forward passes changed in them; docs/PYTHON.md,
+      "Module buffers"). Other buffers (num_batches_tracked, masks, caches) stay the worker's; a
+      UserWarning names the floating-point ones.
     - buffers=False (the default): every buffer stays the worker's own, and a UserWarning names
       the floating-point ones (the servers, the other workers and the checkpoints never see them).
 
@@ -106,24 +107,37 @@ class ModuleArena:
             raise ValueError("asyncps: ModuleArena: the module has no trainable parameters")
         # the floating-point buffers the arena holds (buffers=True), with the module that owns each
         # (to see one replaced rather than updated in place: bound())
+        # buffers=True: the running statistics of the normalisation layers (BatchNorm*, InstanceNorm*
+        # with track_running_stats; running_mean and running_var), each with its module (its
+        # momentum; and to see one replaced rather than updated in place: check_buffers_bound()).
+        # Other buffers (masks, caches, observers' ranges) are constants or the worker's own.
         shared = []
-        local = [n for n, b in module.named_buffers() if b is not None and b.is_floating_point()]
-        if local and not buffers and _warn:  # (said once, not silently)
-            shown = ", ".join(local[:4]) + (f" and {len(local) - 4} more" if len(local) > 4 else "")
-            _warnings.warn(f"asyncps: ModuleArena: the module's floating-point buffers ({shown}) are not in the arena: "
-                           "each worker keeps its own, and the servers, the other workers and the checkpoints never "
-                           "see them; buffers=True puts them there (AsyncOptimizer does; docs/PYTHON.md, "
-                           "'Module buffers')", UserWarning, stacklevel=2)
         if buffers:
-            for name, b in module.named_buffers():
-                if b is None or not b.is_floating_point():
+            for mname, mod in module.named_modules():
+                if not isinstance(mod, _torch.nn.modules.batchnorm._NormBase) or not mod.track_running_stats:
                     continue
-                owner = module.get_submodule(name.rpartition(".")[0]) if "." in name else module
-                shared.append((name, b, owner, name.rpartition(".")[2]))
+                for leaf in ("running_mean", "running_var"):
+                    b = mod._buffers.get(leaf)
+                    if b is not None and b.is_floating_point() and b.numel() > 0:
+                        shared.append((f"{mname}.{leaf}" if mname else leaf, b, mod, leaf))
+        held = {id(b) for _, b, _, _ in shared}
+        local = [n for n, b in module.named_buffers() if b is not None and b.is_floating_point() and id(b) not in held]
+        if local and _warn:  # (said once, not silently)
+            shown = ", ".join(local[:4]) + (f" and {len(local) - 4} more" if len(local) > 4 else "")
+            if buffers:
+                _warnings.warn(f"asyncps: ModuleArena: the module's floating-point buffers {shown} are not normalisation "
+                               "statistics: each worker keeps its own (docs/PYTHON.md, 'Module buffers')",
+                               UserWarning, stacklevel=2)
+            else:
+                _warnings.warn(f"asyncps: ModuleArena: the module's floating-point buffers ({shown}) are not in the arena: "
+                               "each worker keeps its own, and the servers, the other workers and the checkpoints never "
+                               "see them; AsyncOptimizer(share_buffers=True) puts normalisation statistics there "
+                               "(docs/PYTHON.md, 'Module buffers')", UserWarning, stacklevel=2)
         for name, p in named + [(n, b) for n, b, _, _ in shared]:
             if p.dtype != _torch.float32:
                 kind = "parameter" if p.requires_grad else "buffer"
-                hint = "(model.float())" if kind == "parameter" else "(model.float(), or buffers=False to keep buffers per worker)"
+                hint = "(model.float())" if kind == "parameter" else \
+                    "(model.float(), or keep buffers per worker: share_buffers=False, ModuleArena(buffers=False))"
                 raise ValueError(f"asyncps: ModuleArena: {kind} {name} is {p.dtype}; the arena holds float32 {hint}")
         first = {}  # each device, and the first tensor on it
         for name, p in named + [(n, b) for n, b, _, _ in shared]:
@@ -428,18 +442,21 @@ class AsyncOptimizer(_torch.optim.Optimizer):
     - "none": mu as given, the gradient at the parameters pulled.
     weight_prediction=True predicts for every optimizer (Adam gains from it; refused with mode="sync").
 
-    The module's floating-point buffers (BatchNorm's running statistics) are in the arena
-    (share_buffers=True, the default; ModuleArena's buffers): each step pushes, beside the update,
-    what this worker's forward passes changed in them since the pull, divided by the number of
-    workers in async and ssp (a sync round averages already), so the servers' statistics move as
-    one worker's would, over every worker's batches, for any number of workers. Weight prediction
-    leaves them as pulled. share_buffers=False keeps them per worker (the servers never see them).
+    share_buffers=True puts the normalisation layers' running statistics (BatchNorm's running
+    mean and variance) in the arena (ModuleArena's buffers=True): each step pushes, beside the
+    update, what this worker's forward passes changed in them since the pull. A sync round applies
+    the mean of the workers' changes; in async and ssp each change is applied as it comes, times
+    min(1, 0.5 / (momentum x W)), which is 1 unless the workers' stale changes could make the
+    servers' statistics oscillate (momentum 0.1: beyond 5 workers). Weight prediction leaves them
+    as pulled. Refused beside staleness_lr and dc_lambda. Without it (None, the default: with a
+    UserWarning naming the floating-point buffers; False: without) every buffer stays the
+    worker's own, as the servers and the checkpoints never see them.
     opt.global_step is the step of the parameters pulled (for a learning-rate schedule),
     opt.worker the asyncps.WorkerClient (store_shadow, staleness, ...), opt.session the Session.
     """
 
     def __init__(self, optimizer, module, *, steps, momentum_correction="predict", weight_prediction=False,
-                 exit_servers=True, comm=None, host_mirror=None, share_buffers=True, **session_options):
+                 exit_servers=True, comm=None, host_mirror=None, share_buffers=None, **session_options):
         import sys as _sys
         from . import ParameterServer as _ParameterServer
         from . import Session as _Session
@@ -457,8 +474,14 @@ class AsyncOptimizer(_torch.optim.Optimizer):
                 raise TypeError(f"asyncps: AsyncOptimizer: steps must be an int (got {type(steps).__name__})")
             if not isinstance(exit_servers, bool):
                 raise TypeError(f"asyncps: AsyncOptimizer: exit_servers must be a bool (got {type(exit_servers).__name__})")
-            if not isinstance(share_buffers, bool):
-                raise TypeError(f"asyncps: AsyncOptimizer: share_buffers must be a bool (got {type(share_buffers).__name__})")
+            if share_buffers is not None and not isinstance(share_buffers, bool):
+                raise TypeError(f"asyncps: AsyncOptimizer: share_buffers must be None or a bool "
+                                f"(got {type(share_buffers).__name__})")
+            for opt_name in ("staleness_lr", "dc_lambda"):
+                if share_buffers and session_options.get(opt_name):
+                    raise ValueError(f"asyncps: AsyncOptimizer: share_buffers=True with {opt_name}: it would scale or "
+                                     "compensate the running statistics' changes as if they were gradients; use one or "
+                                     "the other")
             if not 1 <= steps <= 2 ** 62:
                 # (checked on every rank before the Session: the step loop's limit is at most 2^62)
                 raise ValueError(f"asyncps: AsyncOptimizer: steps must be a positive int, at most 2^62 (got {steps!r})")
@@ -484,7 +507,8 @@ class AsyncOptimizer(_torch.optim.Optimizer):
             # (torch.optim.Optimizer's own __init__ is not called: the wrapped optimizer holds the
             # parameter groups and the state; an LR scheduler built on this one changes the wrapped one's)
             self.optimizer = optimizer
-            self.arena = ModuleArena(module, host_mirror=host_mirror, buffers=share_buffers, _warn=False)
+            self.arena = ModuleArena(module, host_mirror=host_mirror, buffers=bool(share_buffers),
+                                     _warn=share_buffers is not False)
             # every tensor the optimizer updates must be one of the module's: a trainable one (now the
             # arena's) or a frozen one (requires_grad False: never a gradient, so the optimizer skips
             # it, as in plain PyTorch)
@@ -503,7 +527,7 @@ class AsyncOptimizer(_torch.optim.Optimizer):
             raise ValueError(f"asyncps: {agreed}")
         # ... and on the wrapper's own settings: every rank the same (the Session compares its options)
         ours = (f"steps={steps}, momentum_correction={momentum_correction!r}, weight_prediction={weight_prediction}, "
-                f"share_buffers={share_buffers}")
+                f"share_buffers={bool(share_buffers)}")
         at0 = _first_problem(comm, ours).removeprefix("rank 0: ")  # (every rank gives one: rank 0's)
         agreed = _first_problem(comm, "" if ours == at0 else f"AsyncOptimizer: {ours} here, but {at0} on rank 0: every "
                                 "rank must give the same steps, momentum_correction, weight_prediction and share_buffers")
@@ -543,12 +567,28 @@ class AsyncOptimizer(_torch.optim.Optimizer):
         self._pushed = _torch.empty(n, dtype=_torch.float32, device=dev) if self._predicts else None
         self._have_pushed, self._ahead = False, False
         # the buffers (the arena's tail): their values as pulled, to push what the forwards changed,
-        # divided by W where each update is applied alone (async, ssp)
+        # times _scales_of_buffers() where each change is applied alone (async, ssp)
         self._np = self.arena.param_floats
         self._buffers_pulled = (_torch.empty(n - self._np, dtype=_torch.float32, device=dev)
                                 if self.arena.buffer_floats else None)
-        self._buffer_scale = 1.0 if self.session.mode == "sync" else 1.0 / self.session.num_workers
+        self._buffer_scales = self._scales_of_buffers()
         self._next()
+
+    def _scales_of_buffers(self):
+        """Each shared statistic's factor on its change (None: all 1). Sync: 1 (a round applies the
+        mean). Async and ssp: min(1, 0.5 / (momentum x W)). Each change was computed from
+        statistics up to W - 1 changes old, so the servers' copy follows x += m (target - x[t - W + 1]),
+        which oscillates and diverges once m passes about pi / (4 W - 2) (0.1 at W = 16); at most
+        0.5 / W keeps it well inside. BatchNorm's momentum None (a cumulative average) is 1."""
+        W = self.session.num_workers
+        if self.session.mode == "sync" or W == 1 or not self.arena.buffer_floats:
+            return None
+        scales = _torch.ones(self.arena.buffer_floats, dtype=_torch.float32)
+        for _, b, mod, _, off in self.arena._buffers:
+            m = mod.momentum if mod.momentum is not None else 0.0
+            if m * W > 0.5:
+                scales[off - self._np:off - self._np + b.numel()] = 0.5 / (m * W)
+        return None if bool((scales == 1).all()) else scales.to(self.arena.device)
 
     @property
     def param_groups(self):
@@ -702,7 +742,8 @@ class AsyncOptimizer(_torch.optim.Optimizer):
         if self._buffers_pulled is not None:  # what the forwards (a closure's too) changed in the buffers, / W
             tail = self._update[self._np:]
             _torch.sub(params[self._np:], self._buffers_pulled, out=tail)
-            tail.mul_(self._buffer_scale)
+            if self._buffer_scales is not None:
+                tail.mul_(self._buffer_scales)
         self.last_end = self.worker.end_step(self._update_to_push(), 1.0)  # the servers add it (non-finite: not pushed)
         if self._predicts and self.last_end.applied:  # (a swap: _update is rewritten whole next step)
             self._pushed, self._update = self._update, self._pushed

@@ -73,8 +73,8 @@ refused(ValueError, lambda: AO(heavy, net, steps=4, momentum_correction="bogus" 
         "momentum_correction must be", "a bad momentum_correction on rank 1 only")
 # the wrapper's own settings differing between ranks: every rank raises, naming the first other
 refused(ValueError, lambda: AO(sgd, net, steps=4 if WORLD.Get_rank() != 2 else 5),
-        "AsyncOptimizer: steps=5, momentum_correction='predict', weight_prediction=False, share_buffers=True here, "
-        "but steps=4, momentum_correction='predict', weight_prediction=False, share_buffers=True on rank 0",
+        "AsyncOptimizer: steps=5, momentum_correction='predict', weight_prediction=False, share_buffers=False here, "
+        "but steps=4, momentum_correction='predict', weight_prediction=False, share_buffers=False on rank 0",
         "steps differing on rank 2")
 stray = torch.nn.Parameter(torch.zeros(3))
 refused(ValueError, lambda: AO(torch.optim.SGD([stray], lr=0.1), model(), steps=4), "not a parameter of the module",

@@ -1,11 +1,13 @@
-"""Proves that a module's floating-point buffers (BatchNorm's running statistics) are the servers'
-under asyncps.torch (ModuleArena(buffers=True); AsyncOptimizer(share_buffers=True), its default).
+"""Proves that normalisation layers' running statistics (BatchNorm's running mean and variance) are
+the servers' under asyncps.torch with ModuleArena(buffers=True) and AsyncOptimizer(share_buffers=True).
 
 mpirun -np 2 (1 server + 1 worker):
   - ModuleArena puts them in the arena after the parameters, named as named_buffers() names them,
     each a view of params_tensor (the module's own memory on the CPU); the integer
-    num_batches_tracked stays the module's; buffers=False (ModuleArena's default) leaves every
-    buffer out, and AsyncOptimizer(share_buffers=False) keeps them per worker; a float64 buffer
+    num_batches_tracked and any buffer of another kind stay the module's (the latter named in a
+    warning); buffers=False (ModuleArena's default) leaves every buffer out;
+    AsyncOptimizer(share_buffers=False) keeps them per worker without a warning, its default (None)
+    with one; share_buffers=True beside staleness_lr or dc_lambda is refused; a float64 statistic
     and a bad `buffers` are refused; a buffer replaced instead of updated in place is refused by
     check_bound() and by the next step() (its changes would never reach the servers);
   - with one worker, AsyncOptimizer trains a model with BatchNorm exactly as plain PyTorch does,
@@ -14,12 +16,14 @@ mpirun -np 2 (1 server + 1 worker):
 mpirun -np 3 (1 server + 2 workers):
   - sync: two workers on the same batches end with the statistics (and parameters) of one plain
     PyTorch worker: a round applies the mean of their changes, not the sum;
-  - async: each worker's change is divided by W = 2, so that the statistics move as one worker's
-    would (W workers adding whole changes computed from stale values overshoot, and diverge once
-    W x momentum passes 2). BatchNorm with momentum 1 makes it exact: worker 0 trains on batches
+  - async: each worker's change is applied times min(1, 0.5 / (momentum x W)) (W workers adding
+    whole changes computed from stale values oscillate once momentum passes about pi / (4 W - 2)).
+    BatchNorm with momentum 1 and W = 2 makes it exact (factor 1/4): worker 0 trains on batches
     of mean 2 while worker 1 holds its first step, whose forward saw mean 10 at the pulled start
-    (running mean 0), and pushes it last: the final running mean is 2 + (10 - 0) / 2 = 7 (the
-    whole change would give 12)."""
+    (running mean 0), and pushes it last: the final running mean is 2 + (10 - 0) / 4 = 4.5 (the
+    whole change would give 12). Momentum SGD there predicts weights: the statistics stay as
+    pulled (a restore of the whole arena would undo the forward's change: worker 0 would never
+    move)."""
 import os
 import sys
 import time
@@ -66,7 +70,7 @@ def train_async_optimizer(mode):
     m = net()
     opt = asyncps.torch.AsyncOptimizer(torch.optim.SGD(m.parameters(), lr=0.05, momentum=0.9), m,
                                        steps=STEPS, exit_servers=False,
-                                       mode=mode)
+                                       mode=mode, share_buffers=True)
     if opt.is_server:
         return None, opt
     data, k = batches(), 0
@@ -99,6 +103,14 @@ if NP == 2:
           "a forward in train() updates the running statistics in the arena")
     a.check_bound()
     check("and 2 buffers" in repr(a), repr(a))
+    # a buffer of another kind (a mask) stays the worker's, named in a warning
+    masked = net()
+    masked.register_buffer("mask", torch.full((3,), float("-inf")))
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        c = MA(masked, buffers=True)
+    check(c.buffer_floats == 6 and len(said) == 1 and "buffers mask are not normalisation statistics" in
+          str(said[0].message), f"a mask: {c!r}, {[str(w.message) for w in said]}")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # (the warning itself: test_torch_arena.py)
         b = MA(net())
@@ -143,9 +155,29 @@ if NP == 2:
         check(float(m[1].running_var.sum()) != 3.0, "per worker: its own forwards' statistics, never pulled over")
         opt.finish()
 
+    # ---- the default (None): per worker too, with a warning naming them
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        m = net()
+        opt = asyncps.torch.AsyncOptimizer(torch.optim.SGD(m.parameters(), lr=0.05), m, steps=2, exit_servers=False)
+    check(opt.arena.buffer_floats == 0 and len(said) == 1 and "(1.running_mean, 1.running_var) are not in the arena"
+          in str(said[0].message), f"the default: {opt.arena!r}, warnings {[str(w.message) for w in said]}")
+    if not opt.is_server:
+        x, y = batches()[0]
+        while not opt.done:
+            opt.zero_grad()
+            torch.nn.functional.mse_loss(m(x), y).backward()
+            opt.step()
+        opt.finish()
+    for other in ({"staleness_lr": True}, {"dc_lambda": 0.1}):
+        refused(ValueError, lambda: asyncps.torch.AsyncOptimizer(torch.optim.SGD(net().parameters(), lr=0.05), net(),
+                                                                 steps=2, share_buffers=True, **other),
+                f"share_buffers=True with {next(iter(other))}", f"share_buffers=True beside {other}")
+
     # ---- a buffer replaced mid-training: refused at the next step, on the worker
     m = net()
-    opt = asyncps.torch.AsyncOptimizer(torch.optim.SGD(m.parameters(), lr=0.05), m, steps=5, exit_servers=False)
+    opt = asyncps.torch.AsyncOptimizer(torch.optim.SGD(m.parameters(), lr=0.05), m, steps=5, exit_servers=False,
+                                       share_buffers=True)
     if not opt.is_server:
         x, y = batches()[0]
         torch.nn.functional.mse_loss(m(x), y).backward()
@@ -177,13 +209,17 @@ else:
         return x - x.mean(0) + (10.0 if i == 1 else 2.0)
 
     m = net(momentum=1.0)  # (momentum 1: a forward sets the running mean to its batch's mean)
-    opt = asyncps.torch.AsyncOptimizer(torch.optim.SGD(m.parameters(), lr=0.0), m, steps=41, exit_servers=False)
+    opt = asyncps.torch.AsyncOptimizer(torch.optim.SGD(m.parameters(), lr=0.0, momentum=0.9), m, steps=41,
+                                       exit_servers=False, share_buffers=True)
     if not opt.is_server:
         me = opt.session.worker_index
         with torch.no_grad():  # the batch means the BatchNorm sees (the first layer does not train: lr 0)
             b0, b1 = m[0](batch(0)).mean(0), m[0](batch(1)).mean(0)
-        if me == 1:
-            time.sleep(1.5)  # holds its first step (pulled at the start: running mean 0) while worker 0 trains
+        if me == 1:  # holds its first step (pulled at the start: running mean 0) while worker 0 takes all its own
+            t_end = time.monotonic() + 60
+            while opt.worker.global_step < 41 and time.monotonic() < t_end:
+                time.sleep(0.02)
+            time.sleep(0.5)  # (worker 0's last pull and push, after its last claim)
         k = 0
         while not opt.done:
             opt.zero_grad()
@@ -192,7 +228,7 @@ else:
             k += 1
         opt.finish()
         check(k == 1 if me == 1 else k == 40, f"worker {me} took {k} steps (want {1 if me == 1 else 40})")
-        same(m[1].running_mean, b0 + (b1 - 0) / 2, "async W = 2: worker 0's mean, then worker 1's change / 2",
-             tol=1e-4)
+        same(m[1].running_mean, b0 + (b1 - 0) / 4, "async W = 2, momentum 1: worker 0's mean, then worker 1's change "
+             "times 0.5 / (1 x 2)", tol=1e-4)
 print(f"{'PASS' if not failures else 'FAIL: ' + '; '.join(failures)}", flush=True)
 sys.exit(1 if failures else 0)

@@ -55,7 +55,8 @@ Arrival::Arrival(const JobFacts& job, double limit, const std::string& what) {
   if (count > 4) missing += " and " + std::to_string(count - 4) + " more";
   const std::string line = missing + (count == 1 ? " has" : " have") + " not come to " + what +
                            " in " + seconds(limit) +
-                           " (its program never made its ParameterServer or WorkerClient, or stopped before); ending the job";
+                           " (its program has not made its ParameterServer or WorkerClient: it stopped, or its own "
+                           "start-up takes longer, which needs a longer stall timeout); ending the job";
   try {
     log(LogLevel::Error, line);
   } catch (...) {

@@ -3,9 +3,10 @@
 // but 0 tells rank 0 it has come (one empty message on the session's communicator), and rank 0
 // waits for them all, sleeping, up to `limit` seconds (0: without a limit), before it enters the
 // collective. A rank that never comes (its program never made its ParameterServer or
-// WorkerClient, or stopped before) is named by rank 0 in one line, and the job ends: the ranks
-// waiting in the collective could only say that they made no progress. Give it a limit below
-// the stretch's StallWatch, so that rank 0's line comes first where rank 0 itself came in time.
+// WorkerClient, or its start-up outlasts the stall timeout) is named by rank 0 in one line, and
+// the job ends: the ranks waiting in the collective could only say that they made no progress.
+// Give it a limit just below the stretch's StallWatch, so that rank 0's line comes first where
+// rank 0 itself came in time, and no start-up is cut shorter than the watch would cut it.
 //
 //   Arrival here(job, limit, "creating the windows and restoring");  // rank 0: waits here
 //   ... the collective ...

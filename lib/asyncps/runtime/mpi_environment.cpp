@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <string>
 #include <thread>
 
@@ -70,8 +71,10 @@ MpiEnvironment::~MpiEnvironment() {
   // in about 1 run of 3 on a later MPI_Abort or non-zero exit (reproduced without the library).
   // The wait sleeps (a rank may wait here minutes for an evaluation) and has no deadline: it ends
   // when every rank is here, or with the job.
+  // (Not while unwinding: an MpiEnvironment inside the try whose catch calls abort_job must let
+  // this rank reach the abort, not wait for the others.)
   MPI_Request all_here = MPI_REQUEST_NULL;
-  if (MPI_Ibarrier(MPI_COMM_WORLD, &all_here) == MPI_SUCCESS) {
+  if (std::uncaught_exceptions() == 0 && MPI_Ibarrier(MPI_COMM_WORLD, &all_here) == MPI_SUCCESS) {
     for (int done = 0, nap_us = 50;;) {
       if (MPI_Test(&all_here, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS || done) break;
       std::this_thread::sleep_for(std::chrono::microseconds(nap_us));

@@ -1,7 +1,6 @@
 // defines: RankRuntime (start-up and end of every rank), allreduce_staleness
 #include "runtime/rank_runtime.h"
 
-#include <algorithm>
 #include <string>
 #include <utility>
 #include <vector>
@@ -40,9 +39,9 @@ RankRuntime::RankRuntime(Session& session, const std::string& problem)
     : session_(session), job_(job_facts(session)), timeline_(!session.options().timeline.empty()) {
   const double setup = setup_watch_timeout(session.options().stall_timeout);
   start_watch_.emplace(setup, session.role_name() + " creating the windows and restoring (collective with every rank)");
-  // rank 0 names a rank that never comes, before anyone's watch could only say it made no progress
-  arrival_.emplace(job_, setup > 0 ? setup - std::max(2.0, setup / 10) : 0,
-                   "the windows' creation (collective with every rank)");
+  // rank 0 names a rank that never comes, half a second before its own watch (and, where rank 0
+  // came first, the others') could only say it made no progress
+  arrival_.emplace(job_, setup > 0 ? setup - 0.5 : 0, "the windows' creation (collective with every rank)");
   // Refused on every rank alike (the other role's constructors take part in this collective):
   // no rank is left waiting in the window creation for one that threw.
   if (const std::string first = first_problem(session.comm(), problem); !first.empty()) throw ConfigError(first);
