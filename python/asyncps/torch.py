@@ -736,6 +736,8 @@ class AsyncOptimizer(_torch.optim.Optimizer):
             self._ahead = False
         self._before.copy_(params)
         loss = self._run_wrapped_step(closure)  # updates the module's parameters in place (the arena)
+        if closure is not None and self._buffers_pulled is not None:  # (the closure's forward ran just now)
+            arena.check_buffers_bound("AsyncOptimizer.step")
         _torch.sub(params, self._before, out=self._update)
         if scaled:
             self._scale_groups(scaled)

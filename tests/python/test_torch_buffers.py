@@ -188,6 +188,17 @@ if NP == 2:
         refused(ValueError, opt.step, "AsyncOptimizer.step: buffer 1.running_mean is no longer the arena's",
                 "step() after a buffer was replaced")
         m[1].running_mean = kept
+
+        def replacing():  # a closure whose forward replaces a statistic: refused by this step, not the next
+            opt.zero_grad()
+            m[1].running_var = m[1].running_var.clone()
+            loss = torch.nn.functional.mse_loss(m(x), y)
+            loss.backward()
+            return loss
+        kept_var = m[1].running_var
+        refused(ValueError, lambda: opt.step(replacing), "AsyncOptimizer.step: buffer 1.running_var is no longer the arena's",
+                "step(closure) whose forward replaced a buffer")
+        m[1].running_var = kept_var
         while not opt.done:  # (put back: the job ends normally)
             opt.zero_grad()
             torch.nn.functional.mse_loss(m(x), y).backward()
