@@ -14,7 +14,9 @@ asyncps.torch's GPU path (ModuleArena's host mirror, and AsyncOptimizer driving 
     exactly as without it, step for step: the same losses, the same pulled parameters, the same
     weight prediction (module - pulled), the same final parameters, bit for bit, for plain SGD,
     momentum with weight prediction and a NaN gradient mid-run (not stepped, not pushed), momentum
-    with the staleness correction, and Adam with weight prediction (tau pinned to 1-1.5);
+    with the staleness correction, Adam with weight prediction (tau pinned to 1-1.5), and a model
+    with BatchNorm whose running statistics are on the servers (share_buffers=True: prediction
+    moves the parameters and leaves the statistics as pulled);
   - floating-point buffers the arena does not hold (BatchNorm's running statistics, buffers=False:
     the default) are named in a UserWarning; with buffers=True (test_torch_buffers.py) nothing is."""
 import sys
@@ -153,6 +155,11 @@ for name in CONFIGS:
     check(mirror["nonfinite"] == (0 if nan is None else 1) and mirror["nonfinite_ends"] == plain["nonfinite_ends"],
           f"{name}: non-finite updates {mirror['nonfinite']}")
     check(bool(np.isfinite(mirror["final"]).all()), f"{name}: the run ends finite")
+    if name.startswith("bn-"):  # prediction moves the parameters, never the shared statistics
+        pf = mirror["param_floats"]
+        check(len(mirror["final"]) > pf and all(not np.any(d[pf:]) for d in plain["ahead"] + mirror["ahead"]),
+              f"{name}: weight prediction left the running statistics as pulled")
+        check(any(np.any(d[:pf]) for d in mirror["ahead"]), f"{name}: (and moved the parameters)")
 
 if failures:
     print(f"[rank {RANK}] {len(failures)} failure(s)", flush=True)

@@ -25,12 +25,15 @@ CONFIGS = {
     "momentum-staleness": (lambda ps: torch.optim.SGD(ps, lr=0.1, momentum=0.9),
                            {"momentum_correction": "staleness"}, 1.0, None),
     "adam-predict": (lambda ps: torch.optim.Adam(ps, lr=0.01), {"weight_prediction": True}, 1.0, None),
+    # (a BatchNorm after the conv, its running statistics on the servers: prediction must leave them)
+    "bn-momentum-predict": (lambda ps: torch.optim.SGD(ps, lr=0.1, momentum=0.9), {"share_buffers": True}, 1.5, 7),
 }
 
 
-def model():
+def model(bn=False):
     torch.manual_seed(3)
-    return torch.nn.Sequential(torch.nn.Conv2d(1, 4, 3), torch.nn.ReLU(), torch.nn.Flatten(),
+    norm = [torch.nn.BatchNorm2d(4)] if bn else []
+    return torch.nn.Sequential(torch.nn.Conv2d(1, 4, 3), *norm, torch.nn.ReLU(), torch.nn.Flatten(),
                                torch.nn.Linear(4 * 6 * 6, 16), torch.nn.Tanh(), torch.nn.Linear(16, 3))
 
 
@@ -42,16 +45,11 @@ def batches(steps=STEPS, batch=BATCH):
     return x, y
 
 
-def flat(net):
-    """The module's parameters, one float64 numpy array on the host (named_parameters order)."""
-    return torch.cat([p.detach().reshape(-1).double().cpu() for p in net.parameters()]).numpy()
-
-
 def run_job(name, device, host_mirror=None, steps=STEPS):
     """Trains CONFIGS[name] on `device` for `steps` global steps (collective: every rank calls it);
     on a worker returns a dict of what each step saw, on a server None."""
     make, kw, tau, nan_at = CONFIGS[name]
-    net = model().to(device)
+    net = model(bn=name.startswith("bn-")).to(device)
     opt = asyncps.torch.AsyncOptimizer(make(net.parameters()), net, steps=steps, exit_servers=False,
                                        host_mirror=host_mirror, **kw)
     if opt.is_server:
@@ -60,12 +58,17 @@ def run_job(name, device, host_mirror=None, steps=STEPS):
         opt._staleness = lambda: tau  # (the test's knob: one worker's measured staleness is 0)
     xs, ys = batches(steps)
     xs, ys = xs.to(device), ys.to(device)
-    out = {"loss": [], "pulled": [], "ahead": [], "nonfinite_ends": [], "arena": opt.arena}
+    out = {"loss": [], "pulled": [], "ahead": [], "nonfinite_ends": [], "arena": opt.arena,
+           "param_floats": opt.arena.param_floats}
+
+    def arena_now():  # the module's whole arena (parameters, then any shared statistics), on the host
+        return opt.arena.params_tensor.detach().double().cpu().numpy()
+
     k = 0
     while not opt.done:
         pulled = opt.pulled.astype(np.float64)
         out["pulled"].append(pulled)
-        out["ahead"].append(flat(net) - pulled)  # what weight prediction added to the module
+        out["ahead"].append(arena_now() - pulled)  # what weight prediction added to the module
         opt.zero_grad()
         loss = F.cross_entropy(net(xs[k]), ys[k])
         loss.backward()
@@ -76,7 +79,7 @@ def run_job(name, device, host_mirror=None, steps=STEPS):
         opt.step()
         out["nonfinite_ends"].append(bool(opt.last_end.nonfinite))
         k += 1
-    out["final"] = flat(net)
+    out["final"] = arena_now()
     out["final_pulled"] = opt.pulled.astype(np.float64)
     out["nonfinite"] = opt.worker.stats["nonfinite"]
     out["steps"] = k
