@@ -66,6 +66,15 @@ def same(a, b, what, tol=2e-5):
     check(torch.allclose(a, b, rtol=tol, atol=tol), f"{what}: max diff {float((a - b).abs().max())}")
 
 
+def train_on_one_batch(opt, m):
+    """A worker's loop to the job's end, every step on the same batch (batches()[0])."""
+    x, y = batches()[0]
+    while not opt.done:
+        opt.zero_grad()
+        torch.nn.functional.mse_loss(m(x), y).backward()
+        opt.step()
+
+
 def train_async_optimizer(mode):
     m = net()
     opt = asyncps.torch.AsyncOptimizer(torch.optim.SGD(m.parameters(), lr=0.05, momentum=0.9), m,
@@ -147,11 +156,7 @@ if NP == 2:
                                            share_buffers=False)
     check(opt.arena.buffer_floats == 0 and not said, f"share_buffers=False: {opt.arena!r}, warnings {said}")
     if not opt.is_server:
-        x, y = batches()[0]
-        while not opt.done:
-            opt.zero_grad()
-            torch.nn.functional.mse_loss(m(x), y).backward()
-            opt.step()
+        train_on_one_batch(opt, m)
         check(float(m[1].running_var.sum()) != 3.0, "per worker: its own forwards' statistics, never pulled over")
         opt.finish()
 
@@ -163,11 +168,7 @@ if NP == 2:
     check(opt.arena.buffer_floats == 0 and len(said) == 1 and "(1.running_mean, 1.running_var) are not in the arena"
           in str(said[0].message), f"the default: {opt.arena!r}, warnings {[str(w.message) for w in said]}")
     if not opt.is_server:
-        x, y = batches()[0]
-        while not opt.done:
-            opt.zero_grad()
-            torch.nn.functional.mse_loss(m(x), y).backward()
-            opt.step()
+        train_on_one_batch(opt, m)
         opt.finish()
     for other in ({"staleness_lr": True}, {"dc_lambda": 0.1}):
         refused(ValueError, lambda: asyncps.torch.AsyncOptimizer(torch.optim.SGD(net().parameters(), lr=0.05), net(),
@@ -199,10 +200,7 @@ if NP == 2:
         refused(ValueError, lambda: opt.step(replacing), "AsyncOptimizer.step: buffer 1.running_var is no longer the arena's",
                 "step(closure) whose forward replaced a buffer")
         m[1].running_var = kept_var
-        while not opt.done:  # (put back: the job ends normally)
-            opt.zero_grad()
-            torch.nn.functional.mse_loss(m(x), y).backward()
-            opt.step()
+        train_on_one_batch(opt, m)  # (put back: the job ends normally)
         opt.finish()
 else:
     # ---- sync, two workers on the same batches: one plain worker's statistics

@@ -20,6 +20,7 @@
 #include "asyncps/error.h"
 #include "asyncps/limits.h"
 #include "asyncps/option_choices.h"
+#include "core/number_text.h"
 
 namespace asyncps {
 namespace {
@@ -44,11 +45,8 @@ constexpr OptionType type_of() {
 template <class T>
 std::string text_of(const T& v) {
   if constexpr (std::is_same_v<T, bool>) return v ? "true" : "false";
-  else if constexpr (std::is_floating_point_v<T>) {
-    char buf[64];
-    const auto r = std::to_chars(buf, buf + sizeof buf, v);  // the shortest text that reads back the same
-    return std::string(buf, r.ptr);
-  } else if constexpr (std::is_integral_v<T>) return std::to_string(v);
+  else if constexpr (std::is_floating_point_v<T>) return detail::number_text(v);  // (reads back the same)
+  else if constexpr (std::is_integral_v<T>) return std::to_string(v);
   else if constexpr (std::is_same_v<T, std::string>) return v;
   else if constexpr (std::is_same_v<T, std::filesystem::path>) return v.string();
   else return name_of(v);
@@ -150,9 +148,7 @@ std::string show(T v) {
   std::ostringstream s;
   s << v;
   if (std::isnan(v) || static_cast<T>(std::strtod(s.str().c_str(), nullptr)) == v) return s.str();
-  char buf[32];
-  const auto r = std::to_chars(buf, buf + sizeof buf, v);  // (a float as a float: 0.4999999, not 0.49999991...)
-  return std::string(buf, r.ptr);
+  return detail::number_text(v);  // (a float as a float: 0.4999999, not 0.49999991...)
 }
 bool in_range(double v, double lo, double hi) { return std::isfinite(v) && v >= lo && v <= hi; }
 std::string unless(bool ok, const std::string& message) { return ok ? std::string() : message; }
