@@ -170,6 +170,10 @@ if NP == 2:
     if not opt.is_server:
         train_on_one_batch(opt, m)
         opt.finish()
+    for bad in (1, "yes", float("nan")):  # (a hostile value: one TypeError on every rank, no Session made)
+        refused(TypeError, lambda: asyncps.torch.AsyncOptimizer(torch.optim.SGD(net().parameters(), lr=0.05), net(),
+                                                                steps=2, share_buffers=bad),
+                "share_buffers must be None or a bool", f"share_buffers={bad!r}")
     for other in ({"staleness_lr": True}, {"dc_lambda": 0.1}):
         refused(ValueError, lambda: asyncps.torch.AsyncOptimizer(torch.optim.SGD(net().parameters(), lr=0.05), net(),
                                                                  steps=2, share_buffers=True, **other),
